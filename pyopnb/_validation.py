@@ -1,0 +1,35 @@
+"""Input checks shared by the public functions: clear errors, never a silent wrong answer."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def as_float_vector(value: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
+    """A finite 1-D float64 array from a list, numpy array or pandas Series."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size == 0 and not allow_empty:
+        raise ValueError(f"{name} must not be empty")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise ValueError(f"{name} contains NaN or infinite values (first at index {int(np.argmax(bad))})")
+    return np.ascontiguousarray(arr)
+
+
+def as_positive_scalar(value: Any, name: str) -> float:
+    """A finite, strictly positive float."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return v
