@@ -694,7 +694,7 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             bad = 1
     if not bad:
         with nogil:
-            for t in prange(ndim, num_threads=nthr, schedule='dynamic'):
+            for t in prange(ndim, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 _column_setup(&P, &Zt[t, 0], &cols[tid])
                 _column_logf(&P, &Zt[t, 0], &cols[tid], wbuf[tid], &pv[tid, 0, 0])
@@ -739,7 +739,7 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             bad = 1
     if not bad:
         with nogil:
-            for t in prange(ndim, num_threads=nthr, schedule='dynamic'):
+            for t in prange(ndim, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 _column_setup(&P, &Zt[t, 0], &cols[tid])
                 _column_grad(&P, &Zt[t, 0], &cols[tid], wbuf[tid], fbuf[tid], dbuf[tid],

@@ -1,0 +1,214 @@
+"""OPNB's objective l(V) and its gradient, as R's internal functions.
+
+``l(V) = (1/n) sum_i [log(PI_{y_i} f_{y_i}(z_i)) - log(sum_k PI_k f_k(z_i))]``
+with ``z_i = V' x_i``, ``f_k(z) = prod_t f_kt(z_t)`` and
+``f_kt(x) = 1/(n_k h_k) sum_{j: y_j = k} K((x - z_jt) / h_k)``, K the default
+kernel ``(1 + |u|) exp(-|u|) / 4``. No penalty here (see :mod:`pyopnb.model`).
+
+Two behaviours, chosen by ``compat``:
+
+``"R"``
+    R OPNB 1.0's numbers, defects included: ``f_NB_exact`` squares the priors;
+    ``f_NB_cpp`` bins linearly and reads each point's density at its grid point,
+    while ``df_NB_cpp`` bins simply and differentiates at the grid positions,
+    so it is not the gradient of ``f_NB_cpp``.
+``"correct"``
+    The paper's l(V), priors once. Binned: linear binning, densities summed
+    exactly at each point from the binned weights, and a gradient that is the
+    exact derivative of that value (through the binning fractions and the
+    grid's ends too).
+
+Densities and posteriors are combined in log space, so a class density that
+underflows in a product gives ``-inf`` rather than ``log(0)`` of a rounded sum.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Literal, Tuple
+
+import numpy as np
+from scipy.special import logsumexp
+
+from . import _ksum
+
+__all__ = ["f_NB_exact", "df_NB_exact", "f_NB_cpp", "df_NB_cpp", "objective_and_gradient", "Compat"]
+
+Compat = Literal["R", "correct"]
+
+_EXACT, _SIMPLE, _LINEAR = 0, 1, 2
+# R's f_NB_cpp / df_NB_cpp widen the grid of each projected column by this much.
+_GRID_EPS = 1e-8
+
+
+def default_threads() -> int:
+    """Columns are processed in parallel on this many threads."""
+    env = os.environ.get("PYOPNB_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Validated inputs: X [n, d], y0 [n] (0-based), PI [K], h [K]."""
+
+    X: np.ndarray
+    y0: np.ndarray
+    PI: np.ndarray
+    h: np.ndarray
+
+    @property
+    def K(self) -> int:
+        return self.PI.size
+
+
+def _finite_array(value: Any, name: str, ndim: int) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric") from None
+    if ndim == 2 and arr.ndim == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return np.ascontiguousarray(arr)
+
+
+def check_problem(X: Any, y0: Any, PI: Any, h: Any) -> Problem:
+    """Validate the scaled data, 0-based codes, priors and per-class bandwidths."""
+    Xa = _finite_array(X, "X", 2)
+    n = Xa.shape[0]
+    if n == 0:
+        raise ValueError("X has no rows")
+    PIa = _finite_array(PI, "PI", 1)
+    ha = _finite_array(h, "h", 1)
+    K = PIa.size
+    if K < 1:
+        raise ValueError("PI must have one entry per class")
+    if ha.size != K:
+        raise ValueError(f"h has {ha.size} entries but PI has {K}: give one bandwidth per class")
+    if np.any(PIa <= 0):
+        raise ValueError("PI must be strictly positive")
+    if np.any(ha <= 0):
+        raise ValueError("h must be strictly positive")
+    ya = np.asarray(y0)
+    if ya.ndim != 1 or ya.size != n:
+        raise ValueError(f"y0 must be a vector of length {n} (rows of X), got shape {ya.shape}")
+    if ya.size and not np.all(np.isfinite(ya.astype(np.float64))):
+        raise ValueError("y0 contains NaN or infinite values")
+    if not np.all(np.equal(np.mod(ya.astype(np.float64), 1), 0)):
+        raise ValueError("y0 must hold integer class codes 0..K-1")
+    yi = ya.astype(np.int64)
+    if yi.min() < 0 or yi.max() >= K:
+        raise ValueError(f"y0 must hold class codes 0..{K - 1} (K = len(PI)); found {yi.min()}..{yi.max()}")
+    counts = np.bincount(yi, minlength=K)
+    if np.any(counts == 0):
+        raise ValueError(f"class(es) {np.flatnonzero(counts == 0).tolist()} have no points")
+    return Problem(Xa, np.ascontiguousarray(yi, dtype=np.int32), PIa, ha)
+
+
+def _check_V(V: Any, d: int) -> np.ndarray:
+    Va = _finite_array(V, "V", 2)
+    if Va.shape[0] != d:
+        raise ValueError(f"V must have {d} rows (columns of X), got {Va.shape[0]}")
+    if Va.shape[1] < 1:
+        raise ValueError("V must have at least one column")
+    return Va
+
+
+def _check_nbin(nbin: Any) -> int:
+    if nbin is None or isinstance(nbin, bool) or not float(nbin).is_integer() or int(nbin) < 2:
+        raise ValueError(f"nbin must be an integer >= 2, got {nbin!r}")
+    return int(nbin)
+
+
+def _log_densities(Z: np.ndarray, p: Problem, mode: int, at_anchor: bool, nbin: int, threads: int) -> np.ndarray:
+    Zt = np.ascontiguousarray(Z.T)
+    return _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, at_anchor, nbin, _GRID_EPS, threads)
+
+
+def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray) -> Tuple[float, np.ndarray]:
+    """Mean log-likelihood and log posteriors from class log densities."""
+    joint = logf + logprior
+    lse = logsumexp(joint, axis=1)
+    n = y0.size
+    value = float(np.mean(joint[np.arange(n), y0] - lse))
+    with np.errstate(invalid="ignore"):
+        logpost = joint - lse[:, None]
+    return value, np.ascontiguousarray(logpost)
+
+
+def _modes(binned: bool, compat: Compat, gradient: bool) -> Tuple[int, bool]:
+    if not binned:
+        return _EXACT, False
+    if compat == "R":
+        return (_SIMPLE if gradient else _LINEAR), True
+    return _LINEAR, False
+
+
+def _check_compat(compat: str) -> None:
+    if compat not in ("R", "correct"):
+        raise ValueError(f"compat must be 'R' or 'correct', got {compat!r}")
+
+
+def objective_and_gradient(
+    V: Any, X: Any, y0: Any, PI: Any, h: Any, *, nbin: Any = None, compat: Compat = "correct",
+    gradient: bool = True, threads: int | None = None,
+) -> Tuple[float, np.ndarray | None]:
+    """l(V) and, if asked, its d x ndim gradient; ``nbin=None`` for exact sums.
+
+    With ``compat="R"`` these are R's ``f_NB_*`` value and ``df_NB_*`` gradient
+    (which, binned, are not consistent with each other; see the module notes).
+    """
+    _check_compat(compat)
+    p = check_problem(X, y0, PI, h)
+    Va = _check_V(V, p.X.shape[1])
+    binned = nbin is not None
+    nb = _check_nbin(nbin) if binned else 0
+    thr = default_threads() if threads is None else max(1, int(threads))
+    Z = p.X @ Va
+    logprior = np.log(p.PI)
+
+    mode, at_anchor = _modes(binned, compat, False)
+    logf = _log_densities(Z, p, mode, at_anchor, nb, thr)
+    squared = compat == "R" and not binned
+    value, logpost = _loglik(logf, p.y0, 2 * logprior if squared else logprior)
+    if not gradient:
+        return value, None
+
+    gmode, g_at_anchor = _modes(binned, compat, True)
+    if gmode != mode or squared:
+        glogf = logf if gmode == mode else _log_densities(Z, p, gmode, g_at_anchor, nb, thr)
+        _, logpost = _loglik(glogf, p.y0, logprior)
+    else:
+        glogf = logf
+    dZt = _ksum.log_density_gradient(
+        np.ascontiguousarray(Z.T), p.y0, p.K, p.h, gmode, g_at_anchor, nb, _GRID_EPS,
+        np.ascontiguousarray(glogf), logpost, thr,
+    )
+    grad = (p.X.T @ dZt.T) / p.X.shape[0]
+    return value, grad
+
+
+def f_NB_exact(V: Any, X: Any, y0: Any, PI: Any, h: Any, compat: Compat = "R") -> float:
+    """l(V) with exact kernel sums. ``compat="R"`` reproduces R's squared priors."""
+    return objective_and_gradient(V, X, y0, PI, h, compat=compat, gradient=False)[0]
+
+
+def df_NB_exact(V: Any, X: Any, y0: Any, PI: Any, h: Any, compat: Compat = "R") -> np.ndarray:
+    """Gradient of l(V) (priors once, as R's df_NB_exact in either mode), d x ndim."""
+    return objective_and_gradient(V, X, y0, PI, h, compat=compat)[1]
+
+
+def f_NB_cpp(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: int = 1000, compat: Compat = "R") -> float:
+    """l(V) with binned kernel sums on ``nbin`` grid points per projected column."""
+    return objective_and_gradient(V, X, y0, PI, h, nbin=_check_nbin(nbin), compat=compat, gradient=False)[0]
+
+
+def df_NB_cpp(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: int = 1000, compat: Compat = "R") -> np.ndarray:
+    """Gradient with binned sums: R's simple-binning gradient, or the exact
+    derivative of the correct binned value."""
+    return objective_and_gradient(V, X, y0, PI, h, nbin=_check_nbin(nbin), compat=compat)[1]

@@ -1,0 +1,171 @@
+"""OPNB objective and gradient: finite differences, invariances, modes, bad input."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
+
+
+def problem(seed, n=60, d=4, ndim=2, K=3, ties=True, equal=False):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if ties:
+        X[1] = X[0]
+        X[3, 0] = X[2, 0]
+    y = np.arange(n) % K if equal else rng.integers(0, K, n)
+    y[:K] = np.arange(K)
+    PI = np.bincount(y, minlength=K) / n
+    V = rng.normal(size=(d, ndim))
+    return V, X, y, PI
+
+
+def numerical_gradient(V, X, y, PI, h, nbin, step=1e-6):
+    g = np.zeros_like(V)
+    for a in range(V.shape[0]):
+        for b in range(V.shape[1]):
+            Vp, Vm = V.copy(), V.copy()
+            Vp[a, b] += step
+            Vm[a, b] -= step
+            fp = objective_and_gradient(Vp, X, y, PI, h, nbin=nbin, gradient=False)[0]
+            fm = objective_and_gradient(Vm, X, y, PI, h, nbin=nbin, gradient=False)[0]
+            g[a, b] = (fp - fm) / (2 * step)
+    return g
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 100_000),
+    n=st.integers(5, 60),
+    d=st.integers(1, 5),
+    ndim=st.integers(1, 3),
+    K=st.integers(2, 4),
+    hs=st.lists(st.floats(0.3, 3.0), min_size=4, max_size=4),
+    binned=st.booleans(),
+)
+def test_correct_gradient_matches_finite_differences(seed, n, d, ndim, K, hs, binned):
+    K = min(K, n)
+    V, X, y, PI = problem(seed, n, d, ndim, K)
+    h = np.array(hs[:K])
+    nbin = 40 if binned else None
+    _, g = objective_and_gradient(V, X, y, PI, h, nbin=nbin)
+    num = numerical_gradient(V, X, y, PI, h, nbin)
+    scale = max(np.max(np.abs(num)), 1e-8)
+    assert np.max(np.abs(g - num)) / scale < 1e-5
+
+
+@pytest.mark.parametrize("compat", ["R", "correct"])
+@pytest.mark.parametrize("nbin", [None, 50])
+def test_invariances(compat, nbin):
+    V, X, y, PI = problem(7, n=80, d=4, ndim=3, K=3)
+    h = np.array([0.7, 1.0, 1.3])
+    f0, g0 = objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat=compat)
+    # flipping a column's sign
+    Vf = V.copy()
+    Vf[:, 1] *= -1
+    f1, g1 = objective_and_gradient(Vf, X, y, PI, h, nbin=nbin, compat=compat)
+    if compat == "R" and nbin is not None:
+        # R reads each density at the grid point on the point's left, and a
+        # flip turns left into right: equal only up to the binning error
+        assert f1 == pytest.approx(f0, rel=1e-2)
+        assert f1 != f0
+    else:
+        assert f1 == pytest.approx(f0, rel=1e-10)
+        np.testing.assert_allclose(g1[:, 1], -g0[:, 1], rtol=1e-7, atol=1e-12)
+    # permuting the samples
+    perm = np.random.default_rng(1).permutation(80)
+    f2, g2 = objective_and_gradient(V, X[perm], y[perm], PI, h, nbin=nbin, compat=compat)
+    assert f2 == pytest.approx(f0, rel=1e-12)
+    np.testing.assert_allclose(g2, g0, rtol=1e-9, atol=1e-13)
+    if compat == "correct":
+        relabel = np.array([2, 0, 1])
+        inv = np.argsort(relabel)
+        f3, g3 = objective_and_gradient(V, X, relabel[y], PI[inv], h[inv], nbin=nbin, compat=compat)
+        assert f3 == pytest.approx(f0, rel=1e-12)
+        np.testing.assert_allclose(g3, g0, rtol=1e-9, atol=1e-13)
+
+
+def test_binned_value_approaches_exact_in_correct_mode():
+    V, X, y, PI = problem(3, n=150, d=5, ndim=3, K=3)
+    h = np.ones(3)
+    exact = f_NB_exact(V, X, y, PI, h, compat="correct")
+    errs = [abs(f_NB_cpp(V, X, y, PI, h, nbin=nb, compat="correct") - exact) for nb in (20, 200, 2000)]
+    assert errs[2] < errs[1] < errs[0]
+    assert errs[2] < 1e-5
+    gexact = df_NB_exact(V, X, y, PI, h, compat="correct")
+    gerr = [np.max(np.abs(df_NB_cpp(V, X, y, PI, h, nbin=nb, compat="correct") - gexact)) for nb in (20, 200, 2000)]
+    assert gerr[2] < gerr[1] < gerr[0]
+    assert gerr[2] < 1e-2 * np.max(np.abs(gexact))
+
+
+def test_R_binned_value_approaches_correct_exact():
+    # SPEC: R's binned value with 1e5 bins equals the correct exact value (Pima: -0.53371)
+    V, X, y, PI = problem(5, n=120, d=4, ndim=2, K=2)
+    h = np.ones(2)
+    correct = f_NB_exact(V, X, y, PI, h, compat="correct")
+    assert f_NB_cpp(V, X, y, PI, h, nbin=100_000, compat="R") == pytest.approx(correct, abs=1e-6)
+
+
+def test_equal_class_sizes_R_and_correct_agree():
+    V, X, y, PI = problem(11, n=90, d=3, ndim=2, K=3, equal=True)
+    h = np.ones(3)
+    assert f_NB_exact(V, X, y, PI, h, compat="R") == pytest.approx(f_NB_exact(V, X, y, PI, h, compat="correct"), rel=1e-14)
+    # and with unequal classes R's squared priors give another number
+    V, X, y, PI = problem(12, n=90, d=3, ndim=2, K=3)
+    assert abs(f_NB_exact(V, X, y, PI, h, compat="R") - f_NB_exact(V, X, y, PI, h, compat="correct")) > 1e-4
+
+
+def test_threads_do_not_change_results():
+    V, X, y, PI = problem(2, n=300, d=6, ndim=5, K=4)
+    h = np.array([1.0, 1.0, 0.5, 1.0])
+    for nbin in (None, 100):
+        for compat in ("R", "correct"):
+            f1, g1 = objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat=compat, threads=1)
+            f2, g2 = objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat=compat, threads=2)
+            f3, g3 = objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat=compat, threads=2)
+            # columns are summed in another order: equal to rounding
+            assert f1 == pytest.approx(f2, rel=1e-14)
+            np.testing.assert_allclose(g1, g2, rtol=1e-12, atol=1e-15)
+            # and a given thread count is deterministic
+            assert f2 == f3
+            np.testing.assert_array_equal(g2, g3)
+
+
+def test_R_binned_gradient_is_not_the_derivative_of_its_value():
+    # R's defect, kept in compat="R": df_NB_cpp differentiates another binning
+    V, X, y, PI = problem(4, n=60, d=3, ndim=2, K=2, ties=False)
+    h = np.ones(2)
+    g = df_NB_cpp(V, X, y, PI, h, nbin=30, compat="R")
+    num = np.zeros_like(V)
+    for a in range(3):
+        for b in range(2):
+            Vp, Vm = V.copy(), V.copy()
+            Vp[a, b] += 1e-6
+            Vm[a, b] -= 1e-6
+            num[a, b] = (f_NB_cpp(Vp, X, y, PI, h, 30) - f_NB_cpp(Vm, X, y, PI, h, 30)) / 2e-6
+    assert np.max(np.abs(g - num)) > 1e-4 * np.max(np.abs(num))
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(X=np.ones((8, 3))), "V must have 3 rows"),
+        (dict(y=np.array([0, 1, 2, 0, 1, 0])), "y0 must be a vector of length 8"),
+        (dict(y=np.array([0, 1, 2, 0, 1, 0, 1, 1])), "class codes 0..1"),
+        (dict(y=np.array([0, 0, 0, 0, 0, 0, 0, 0])), r"class\(es\) \[1\] have no points"),
+        (dict(y=np.array([0, 1, 0.5, 0, 1, 0, 1, 1])), "integer class codes"),
+        (dict(h=np.array([1.0, 0.0])), "h must be strictly positive"),
+        (dict(h=np.array([1.0])), "h has 1 entries but PI has 2"),
+        (dict(PI=np.array([1.0, -0.1])), "PI must be strictly positive"),
+        (dict(X=np.full((8, 2), np.nan)), "X contains NaN"),
+        (dict(V=np.array([[np.inf], [1.0]])), "V contains NaN"),
+        (dict(nbin=1), "nbin must be an integer >= 2"),
+        (dict(compat="python"), "compat must be"),
+    ],
+)
+def test_bad_input(change, match):
+    rng = np.random.default_rng(0)
+    args = dict(V=rng.normal(size=(2, 1)), X=rng.normal(size=(8, 2)), y=np.array([0, 1] * 4), PI=np.array([0.5, 0.5]), h=np.ones(2), nbin=None, compat="correct")
+    args.update(change)
+    with pytest.raises(ValueError, match=match):
+        objective_and_gradient(args["V"], args["X"], args["y"], args["PI"], args["h"], nbin=args["nbin"], compat=args["compat"])

@@ -1,0 +1,1 @@
+"""Cross-checks of pyopnb against the original R packages (recorded and live)."""
