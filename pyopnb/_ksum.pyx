@@ -88,6 +88,14 @@ cdef inline void _shift(const double* src, double* dst, int a,
     """dst[k] = sum_j C(k, j) t[k-j] src[j]: move a table entry d to the right."""
     cdef int k, j
     cdef double s
+    # the default kernel (a = 1) and Laplace (a = 0) unrolled: they are the hot path
+    if a == 1:
+        dst[0] = t[0] * src[0]
+        dst[1] = t[0] * src[1] + t[1] * src[0]
+        return
+    if a == 0:
+        dst[0] = t[0] * src[0]
+        return
     for k in range(a + 1):
         s = 0.0
         for j in range(k + 1):
@@ -333,8 +341,11 @@ cdef struct Column:
     double* anchors         # G
     Py_ssize_t* order       # n: points in increasing z (EXACT)
     Py_ssize_t* bin         # n: anchor of each point (EXACT: its tie group's first)
-    Py_ssize_t* lo          # n: last anchor <= point (its evaluation anchor)
-    double* zpos            # n: where each point sits for the sums (anchor or z)
+    Py_ssize_t m            # evaluation rows: sorted points, grid points, or points
+    double* ev              # max(n, G): position of each evaluation row
+    Py_ssize_t* evlo        # max(n, G): last anchor <= that position
+    Py_ssize_t* row         # n: the evaluation row that gives point i its values
+    Py_ssize_t* lo          # n: last anchor <= z_i (LINEAR: its grid cell)
     double* W               # max(n, G) x rmax
     double* pos             # max(n, G): deposit positions
     Py_ssize_t* iL          # max(n, G)
@@ -354,7 +365,9 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t nbin, int rmax, int
     col.order = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     col.bin = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     col.lo = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    col.zpos = <double*> malloc(n * sizeof(double))
+    col.row = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    col.ev = <double*> malloc(N * sizeof(double))
+    col.evlo = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
     col.W = <double*> malloc(N * rmax * sizeof(double))
     col.pos = <double*> malloc(N * sizeof(double))
     col.iL = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
@@ -365,7 +378,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t nbin, int rmax, int
     col.S = <double*> malloc(N * rmax * sizeof(double))
     col.D = <double*> malloc(N * rmax * sizeof(double))
     if (col.anchors == NULL or col.order == NULL or col.bin == NULL or col.lo == NULL
-            or col.zpos == NULL or col.W == NULL or col.pos == NULL or col.iL == NULL
+            or col.row == NULL or col.ev == NULL or col.evlo == NULL or col.W == NULL or col.pos == NULL or col.iL == NULL
             or col.iR == NULL or col.Ldep == NULL or col.Lincl == NULL or col.Rx == NULL
             or col.S == NULL or col.D == NULL):
         return -1
@@ -373,7 +386,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t nbin, int rmax, int
 
 
 cdef void _column_free(Column* col) noexcept nogil:
-    free(col.anchors); free(col.order); free(col.bin); free(col.lo); free(col.zpos)
+    free(col.anchors); free(col.order); free(col.bin); free(col.lo); free(col.row); free(col.ev); free(col.evlo)
     free(col.W); free(col.pos); free(col.iL); free(col.iR)
     free(col.Ldep); free(col.Lincl); free(col.Rx); free(col.S); free(col.D)
 
@@ -398,13 +411,17 @@ cdef void _column_setup(const Problem* P, const double* z, Column* col) noexcept
                 first = q
             col.bin[keys[q].second] = first   # deposits go to the tie group's first anchor
         free(keys)
-        # evaluation anchor: the tie group's last
+        # evaluate in sorted order (the tables are read sequentially); a
+        # point's anchor for evaluation is its tie group's last
+        col.m = n
         q = n - 1
         while q >= 0:
             if q == n - 1 or col.anchors[q] != col.anchors[q + 1]:
                 g = q
+            col.ev[q] = col.anchors[q]
+            col.evlo[q] = g
+            col.row[col.order[q]] = q
             col.lo[col.order[q]] = g
-            col.zpos[col.order[q]] = col.anchors[q]
             q -= 1
         return
     zmin = z[0]
@@ -427,23 +444,32 @@ cdef void _column_setup(const Problem* P, const double* z, Column* col) noexcept
         if g > P.nbin - 2:
             g = P.nbin - 2
         col.bin[i] = g
+        # the last anchor <= z, robust to the rounding of floor(u)
+        while g > 0 and col.anchors[g] > z[i]:
+            g -= 1
+        while g + 1 < P.nbin and col.anchors[g + 1] <= z[i]:
+            g += 1
+        col.lo[i] = g
         if P.at_anchor:
-            col.lo[i] = g
-            col.zpos[i] = col.anchors[g]
+            col.row[i] = col.bin[i]
         else:
-            # the last anchor <= z, robust to the rounding of floor(u)
-            while g > 0 and col.anchors[g] > z[i]:
-                g -= 1
-            while g + 1 < P.nbin and col.anchors[g + 1] <= z[i]:
-                g += 1
-            col.lo[i] = g
-            col.zpos[i] = z[i]
+            col.row[i] = i
+            col.ev[i] = z[i]
+            col.evlo[i] = g
+    if P.at_anchor:
+        # R reads each point's density at its grid point: evaluate the grid once
+        col.m = P.nbin
+        for g in range(P.nbin):
+            col.ev[g] = col.anchors[g]
+            col.evlo[g] = g
+    else:
+        col.m = n
 
 
 cdef void _sums_on_anchors(const Problem* P, Column* col, const double* z,
                            int grp, int r, const double* Wpts, bint want_S) noexcept nogil:
-    """Kernel sums of the group's weights Wpts [n, r] (one row per point), read at
-    every point (col.S, col.D, [n, r]).
+    """Kernel sums of the group's weights Wpts [n, r] (one row per point), at the
+    column's evaluation rows (col.S, col.D, [m, r]; point i is row col.row[i]).
 
     EXACT: each point sits on its own anchor. SIMPLE: its weight moves to its
     grid point. LINEAR: its weight is split between its two grid points.
@@ -480,7 +506,7 @@ cdef void _sums_on_anchors(const Problem* P, Column* col, const double* z,
             col.iR[g] = g - 1
         _deposit(col.pos, col.W, G, r, col.iL, col.iR, col.anchors, G, h, a, col.Ldep, col.Rx)
     _recurse(col.anchors, G, r, h, a, P.ker.binom, col.Ldep, col.Lincl, col.Rx)
-    _evaluate(col.zpos, col.lo, n, col.anchors, G, r, h, a, P.ker.binom, P.ker.beta,
+    _evaluate(col.ev, col.evlo, col.m, col.anchors, G, r, h, a, P.ker.binom, P.ker.beta,
               P.ker.gamma, col.Ldep, col.Lincl, col.Rx, col.S if want_S else NULL, col.D)
 
 
@@ -498,31 +524,33 @@ cdef void _class_weights(const Problem* P, int grp, int r, double* W) noexcept n
 cdef void _column_logf(const Problem* P, const double* z, Column* col,
                        double* Wpts, double* logf) noexcept nogil:
     """logf[i, k] += log f_kt(z_it) for this column."""
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, j, w
     cdef int grp, k, r
     for grp in range(P.ngroup):
         r = P.gsize[grp]
         _class_weights(P, grp, r, Wpts)
         _sums_on_anchors(P, col, z, grp, r, Wpts, True)
+        for j in range(col.m * r):
+            col.S[j] = log(col.S[j])
         for i in range(P.n):
+            w = col.row[i] * r
             for k in range(P.K):
                 if P.gof[k] == grp:
-                    logf[i * P.K + k] += log(col.S[i * r + P.cof[k]])
+                    logf[i * P.K + k] += col.S[w + P.cof[k]]
 
 
 cdef void _column_grad(const Problem* P, const double* z, Column* col,
-                       double* Wpts, double* fkt, double* Dkt,
-                       const double* logf, const double* logpost, double* gz) noexcept nogil:
+                       double* Wpts, const double* post, double* gz) noexcept nogil:
     """gz[i] = n * d l / d z_it for this column (see the paper's T1, T2).
 
-    With c_ik = (1{y_i = k} - P_ik) / f_kt(z_it), the derivative is
+    With c_ik = (1{y_i = k} - P_ik) / f_kt(z_it) (P the posteriors), the derivative is
       - sum_k c_ik D_k(z_i) / h_k            (point i as an evaluation point)
       + d/dz_i of the class-y_i weights      (point i as a sample point)
     The second is a kernel sum of the c weights: read at the point's anchor for
     exact and R's simple binning; for linear binning it acts through the
     binning fractions and the grid's ends (min and max of z).
     """
-    cdef Py_ssize_t n = P.n, i, g, G, imin, imax
+    cdef Py_ssize_t n = P.n, i, g, G, imin, imax, w
     cdef int grp, k, r, c, K = P.K
     cdef double h, pk, f, d_lo, d_delta, dl_lo, dl_delta, gam, b, u, zmin, zmax
     for i in range(n):
@@ -534,28 +562,25 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col,
         h = P.gh[grp]
         _class_weights(P, grp, r, Wpts)
         _sums_on_anchors(P, col, z, grp, r, Wpts, True)
-        for i in range(n * r):
-            fkt[i] = col.S[i]
-            Dkt[i] = col.D[i]
-        # c weights, and the evaluation-point term
+        # c weights, and the evaluation-point term (before col.S, col.D are reused)
         for i in range(n):
+            w = col.row[i] * r
             for k in range(K):
                 if P.gof[k] != grp:
                     continue
                 c = P.cof[k]
-                f = fkt[i * r + c]
-                if f > 0.0 and logf[i * K + k] > -INFINITY:
-                    pk = exp(logpost[i * K + k] - log(f))   # P_ik / f_kt
-                else:
-                    pk = 0.0
-                Wpts[i * r + c] = (1.0 / f if P.y[i] == k else 0.0) - pk
-                gz[i] -= Wpts[i * r + c] * Dkt[i * r + c] / h
+                f = col.S[w + c]
+                # f = 0 only where class k is hundreds of bandwidths away: then
+                # P_ik = 0 too and every kernel term this weight meets is 0
+                pk = ((1.0 if P.y[i] == k else 0.0) - post[i * K + k]) / f if f > 0.0 else 0.0
+                Wpts[i * r + c] = pk
+                gz[i] -= pk * col.D[w + c] / h
         if P.mode != LINEAR:
             _sums_on_anchors(P, col, z, grp, r, Wpts, False)
             for i in range(n):
                 k = P.y[i]
                 if P.gof[k] == grp:
-                    gz[i] -= P.wcls[k] / h * col.D[i * r + P.cof[k]]
+                    gz[i] -= P.wcls[k] / h * col.D[col.row[i] * r + P.cof[k]]
         else:
             # Phi (ksum) and Psi (dksum) of the c weights at the grid points,
             # from the points where they really are.
@@ -709,8 +734,8 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                          int mode, bint at_anchor, Py_ssize_t nbin, double eps,
-                         double[:, ::1] logf, double[:, ::1] logpost, int num_threads):
-    """n * d l / d Z, as [ndim, n], given logf and log posteriors [n, K]."""
+                         double[:, ::1] post, int num_threads):
+    """n * d l / d Z, as [ndim, n], given the class posteriors [n, K]."""
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t
     cdef int nthr = max(1, min(num_threads, ndim))
     cdef int* gof = <int*> malloc(K * sizeof(int))
@@ -725,29 +750,24 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef double[:, ::1] dv = dZ
     cdef Column* cols = <Column*> calloc(nthr, sizeof(Column))
     cdef double** wbuf = <double**> calloc(nthr, sizeof(double*))
-    cdef double** fbuf = <double**> calloc(nthr, sizeof(double*))
-    cdef double** dbuf = <double**> calloc(nthr, sizeof(double*))
     cdef int tid, bad = 0
     cdef Py_ssize_t N = n if n > nbin else nbin
     for tid in range(nthr):
         if _column_alloc(&cols[tid], n, nbin, rmax, P.ker.a + 1) != 0:
             bad = 1
         wbuf[tid] = <double*> malloc(N * rmax * sizeof(double))
-        fbuf[tid] = <double*> malloc(n * rmax * sizeof(double))
-        dbuf[tid] = <double*> malloc(n * rmax * sizeof(double))
-        if wbuf[tid] == NULL or fbuf[tid] == NULL or dbuf[tid] == NULL:
+        if wbuf[tid] == NULL:
             bad = 1
     if not bad:
         with nogil:
             for t in prange(ndim, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 _column_setup(&P, &Zt[t, 0], &cols[tid])
-                _column_grad(&P, &Zt[t, 0], &cols[tid], wbuf[tid], fbuf[tid], dbuf[tid],
-                             &logf[0, 0], &logpost[0, 0], &dv[t, 0])
+                _column_grad(&P, &Zt[t, 0], &cols[tid], wbuf[tid], &post[0, 0], &dv[t, 0])
     for tid in range(nthr):
         _column_free(&cols[tid])
-        free(wbuf[tid]); free(fbuf[tid]); free(dbuf[tid])
-    free(cols); free(wbuf); free(fbuf); free(dbuf)
+        free(wbuf[tid])
+    free(cols); free(wbuf)
     free(gof); free(cof); free(gsize); free(gh); free(wcls)
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")

@@ -183,11 +183,9 @@ def objective_and_gradient(
     if gmode != mode or squared:
         glogf = logf if gmode == mode else _log_densities(Z, p, gmode, g_at_anchor, nb, thr)
         _, logpost = _loglik(glogf, p.y0, logprior)
-    else:
-        glogf = logf
     dZt = _ksum.log_density_gradient(
         np.ascontiguousarray(Z.T), p.y0, p.K, p.h, gmode, g_at_anchor, nb, _GRID_EPS,
-        np.ascontiguousarray(glogf), logpost, thr,
+        np.ascontiguousarray(np.exp(logpost)), thr,
     )
     grad = (p.X.T @ dZt.T) / p.X.shape[0]
     return value, grad
