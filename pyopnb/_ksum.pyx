@@ -4,20 +4,17 @@
 
 Kernel: K(u) = sum_{k=0..a} beta_k |u|^k exp(-|u|).
 
-Every sum is built from three steps on a sorted set of *anchors*:
+Every sum is built on a sorted set of *anchors* (the sorted sample for exact
+sums, a grid for binned ones) carrying tables
 
-``_deposit``
-    each sample point adds its weight to the nearest anchor at or right of it
-    (left-sum table) and to the nearest anchor strictly left of it (right-sum
-    table), already decayed by its distance to that anchor;
-``_recurse``
-    the one recursion: a forward pass turns the left deposits into
-    ``Lincl[g] = sum_{x_i <= a_g} w_i ((a_g - x_i)/h)^k exp(-(a_g - x_i)/h)``
-    and a backward pass the right deposits into
-    ``Rexcl[g] = sum_{x_i > a_g} w_i ((x_i - a_g)/h)^k exp(-(x_i - a_g)/h)``;
-``_evaluate``
-    each evaluation point reads the tables of its neighbouring anchors and
-    shifts them to itself.
+    Lincl[g, k] = sum_{x_i <= a_g} w_i ((a_g - x_i)/h)^k exp(-(a_g - x_i)/h)
+    Rexcl[g, k] = sum_{x_i >  a_g} w_i ((x_i - a_g)/h)^k exp(-(x_i - a_g)/h)
+
+``_recurse`` is the one recursion that builds them (forward for L, backward
+for R); ``_evaluate`` reads each evaluation point's neighbouring anchors and
+shifts them to the point. ``_deposit`` places sample points that lie between
+anchors (only the exact binned gradient needs it); weights that sit on the
+anchors are placed directly.
 
 Because the tables hold sums *relative to the anchor*, moving an anchor by
 d >= 0 bandwidths is ``new_k = sum_j C(k, j) d^(k-j) e^(-d) old_j``: every
@@ -25,22 +22,15 @@ factor is non-negative, so with positive weights nothing cancels, and a gap of
 any size decays to a true (possibly tiny) value instead of 0/0. FKSUM's
 expanded form multiplies exp(x_i) by exp(-x_j), which loses accuracy with the
 spread of x and returns NaN past about 745 bandwidths.
-
-Exact sums use the sorted sample as anchors; binned sums use a grid; OPNB's
-objective and gradient use both, per projected column, in parallel.
 """
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport exp, log, floor, INFINITY, NAN
+from libc.math cimport exp, log, floor
 from libc.stdlib cimport malloc, calloc, free
-from libc.string cimport memset
-from libcpp.algorithm cimport sort as cpp_sort
-from libcpp.pair cimport pair
+from libc.string cimport memset, memcpy
 
 cnp.import_array()
-
-ctypedef pair[double, Py_ssize_t] keyed
 
 cdef extern from *:
     """
@@ -53,16 +43,174 @@ cdef extern from *:
     """
     int _thread_id() noexcept nogil
 
-
 # Past this many bandwidths, d^m e^-d is formed in log space so that d^m
 # cannot overflow before e^-d underflows.
 cdef double _FAR = 600.0
+
+MAX_ORDER = 62
 
 # binning modes of the OPNB objective
 cdef enum:
     EXACT = 0      # anchors are the sorted points themselves
     SIMPLE = 1     # whole weight to the grid point at or left (R's df_NB_cpp)
     LINEAR = 2     # weight split linearly between the two grid points
+
+
+# ---------------------------------------------------------------------------
+# sorting: a stable LSD radix argsort (11-bit digits) of doubles
+# ---------------------------------------------------------------------------
+
+cdef inline unsigned long long _sort_key(double v) noexcept nogil:
+    # IEEE bits, flipped so that unsigned order is numeric order
+    cdef unsigned long long u
+    memcpy(&u, &v, 8)
+    if u >> 63:
+        return ~u
+    return u | (<unsigned long long> 1 << 63)
+
+
+cdef struct KeyIdx:
+    unsigned long long key
+    Py_ssize_t idx
+
+
+# Keys are radix-sorted in cache-sized chunks (in parallel), then merged:
+# one radix pass over 1e6 keys misses the cache on every write.
+DEF DIGIT = 11
+DEF NBUCKET = 2048
+DEF NPASS = 6
+DEF CHUNK = 65536
+
+
+cdef struct KeyIdx:
+    unsigned long long key
+    Py_ssize_t idx
+
+
+cdef void _radix(KeyIdx* a0, KeyIdx* a1, Py_ssize_t n, Py_ssize_t* counts) noexcept nogil:
+    """Stable LSD radix sort of a0[:n] by key; the result ends in a0 (a1 is scratch)."""
+    cdef Py_ssize_t i, tot, cnt
+    cdef int p, b, shift
+    cdef bint skip
+    cdef KeyIdx* tmp
+    cdef KeyIdx* orig = a0
+    memset(counts, 0, NPASS * NBUCKET * sizeof(Py_ssize_t))
+    for i in range(n):
+        for p in range(NPASS):
+            counts[p * NBUCKET + ((a0[i].key >> (DIGIT * p)) & (NBUCKET - 1))] += 1
+    for p in range(NPASS):
+        shift = DIGIT * p
+        skip = False
+        tot = 0
+        for b in range(NBUCKET):
+            cnt = counts[p * NBUCKET + b]
+            if cnt == n:
+                skip = True   # every key has this digit
+            counts[p * NBUCKET + b] = tot
+            tot += cnt
+        if skip:
+            continue
+        for i in range(n):
+            b = (a0[i].key >> shift) & (NBUCKET - 1)
+            a1[counts[p * NBUCKET + b]] = a0[i]
+            counts[p * NBUCKET + b] += 1
+        tmp = a0; a0 = a1; a1 = tmp
+    if a0 != orig:
+        memcpy(orig, a0, n * sizeof(KeyIdx))
+
+
+cdef void _merge(const KeyIdx* a, Py_ssize_t na, const KeyIdx* b, Py_ssize_t nb, KeyIdx* out) noexcept nogil:
+    """Stable merge (ties from a first)."""
+    cdef Py_ssize_t i = 0, j = 0, o = 0
+    while i < na and j < nb:
+        if b[j].key < a[i].key:
+            out[o] = b[j]
+            j += 1
+        else:
+            out[o] = a[i]
+            i += 1
+        o += 1
+    if i < na:
+        memcpy(&out[o], &a[i], (na - i) * sizeof(KeyIdx))
+    if j < nb:
+        memcpy(&out[o], &b[j], (nb - j) * sizeof(KeyIdx))
+
+
+cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order) noexcept nogil:
+    """order = a stable argsort of x[:n]. Returns -1 when out of memory."""
+    cdef KeyIdx* a0 = <KeyIdx*> malloc(n * sizeof(KeyIdx))
+    cdef KeyIdx* a1 = <KeyIdx*> malloc(n * sizeof(KeyIdx))
+    cdef Py_ssize_t nchunk = (n + CHUNK - 1) // CHUNK
+    cdef Py_ssize_t* counts = <Py_ssize_t*> malloc(2 * NPASS * NBUCKET * sizeof(Py_ssize_t))
+    cdef KeyIdx* tmp
+    cdef Py_ssize_t i, c, lo, width, mid, hi
+    cdef int tid
+    if a0 == NULL or a1 == NULL or counts == NULL:
+        free(a0); free(a1); free(counts)
+        return -1
+    for i in range(n):
+        a0[i].key = _sort_key(x[i])
+        a0[i].idx = i
+    # nested in a parallel region (OPNB's columns) this runs on one thread
+    for c in prange(nchunk, num_threads=2, schedule='static'):
+        tid = _thread_id()
+        lo = c * CHUNK
+        _radix(&a0[lo], &a1[lo], min(CHUNK, n - lo), &counts[tid * NPASS * NBUCKET])
+    width = CHUNK
+    while width < n:
+        for c in prange((n + 2 * width - 1) // (2 * width), num_threads=2, schedule='static'):
+            lo = c * 2 * width
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            _merge(&a0[lo], mid - lo, &a0[mid], hi - mid, &a1[lo])
+        tmp = a0; a0 = a1; a1 = tmp
+        width *= 2
+    for i in range(n):
+        order[i] = a0[i].idx
+    free(a0); free(a1); free(counts)
+    return 0
+
+
+def argsort(const double[::1] x):
+    """Stable argsort of a float64 vector (radix sort; NaN-free input)."""
+    cdef Py_ssize_t n = x.shape[0]
+    out = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] ov = out
+    cdef int rc = 0
+    if n:
+        with nogil:
+            rc = _argsort(&x[0], n, &ov[0])
+    if rc:
+        raise MemoryError("argsort: out of memory")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the recursion
+# ---------------------------------------------------------------------------
+
+cdef struct Kernel:
+    int a
+    double beta[64]
+    double gamma[64]
+    double binom[4096]
+
+
+cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil:
+    cdef int a = nb - 1
+    cdef int k, j
+    ker.a = a
+    for k in range(a + 1):
+        ker.beta[k] = beta[k]
+    # K'(u) for u > 0 is sum_k gamma_k u^k e^-u, gamma_k = beta_k - (k+1) beta_{k+1}
+    for k in range(a + 1):
+        ker.gamma[k] = beta[k] - ((k + 1) * beta[k + 1] if k < a else 0.0)
+    for k in range(a + 1):
+        for j in range(a + 1):
+            ker.binom[k * (a + 1) + j] = 0.0
+        ker.binom[k * (a + 1)] = 1.0
+        for j in range(1, k + 1):
+            ker.binom[k * (a + 1) + j] = ker.binom[k * (a + 1) + j - 1] * (k - j + 1) / j
 
 
 cdef inline void _decay(double d, int a, double* t) noexcept nogil:
@@ -104,82 +252,100 @@ cdef inline void _shift(const double* src, double* dst, int a,
 
 
 cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
-                   const Py_ssize_t* idxL, const Py_ssize_t* idxR,
-                   const double* anchors, Py_ssize_t G, double h, int a,
-                   double* Ldep, double* Rdep) noexcept nogil:
-    """Add point i (weights W[i, :r]) to Ldep[idxL[i]] and Rdep[idxR[i]].
-
-    idxL[i] is the first anchor >= pos[i] (G if none), idxR[i] the last
-    anchor < pos[i] (-1 if none). Tables are [G, r, a+1], zeroed by the caller.
-    """
-    cdef Py_ssize_t i, g
+                   const Py_ssize_t* lo, const double* anchors, Py_ssize_t G,
+                   double h, int a, double* Ldep, double* Rdep) noexcept nogil:
+    """Place points that lie between anchors: point i (weights W[i, :r]), with
+    lo[i] the last anchor <= pos[i], goes to the left table of the first anchor
+    >= pos[i] and to the right table of the last anchor < pos[i], decayed by
+    its distance to each. Tables are [G, r, a+1], zeroed by the caller."""
+    cdef Py_ssize_t i, g, gl, gr
     cdef int c, k
     cdef int a1 = a + 1
     cdef double t[64]
     cdef double w
     for i in range(n):
-        g = idxL[i]
-        if g < G:
-            _decay((anchors[g] - pos[i]) / h, a, t)
+        g = lo[i]
+        if g >= 0 and pos[i] == anchors[g]:
+            gl, gr = g, g - 1
+        else:
+            gl, gr = g + 1, g
+        if gl < G:
+            _decay((anchors[gl] - pos[i]) / h, a, t)
             for c in range(r):
                 w = W[i * r + c]
-                if w != 0.0:
-                    for k in range(a1):
-                        Ldep[(g * r + c) * a1 + k] += w * t[k]
-        g = idxR[i]
-        if g >= 0:
-            _decay((pos[i] - anchors[g]) / h, a, t)
+                for k in range(a1):
+                    Ldep[(gl * r + c) * a1 + k] += w * t[k]
+        if gr >= 0:
+            _decay((pos[i] - anchors[gr]) / h, a, t)
             for c in range(r):
                 w = W[i * r + c]
-                if w != 0.0:
-                    for k in range(a1):
-                        Rdep[(g * r + c) * a1 + k] += w * t[k]
+                for k in range(a1):
+                    Rdep[(gr * r + c) * a1 + k] += w * t[k]
 
 
-cdef void _recurse(const double* anchors, Py_ssize_t G, int r, double h, int a,
-                   const double* binom, const double* Ldep, double* Lincl,
-                   double* R) noexcept nogil:
-    """The recursion: Lincl from Ldep (forward); R from Rdep to Rexcl, in place (backward)."""
+cdef int _recurse(const double* anchors, Py_ssize_t G, int r, double h, int a,
+                  const double* binom, const double* Ldep, double* Lincl,
+                  double* R, bint on_anchor) noexcept nogil:
+    """The recursion. Forward: Lincl[g] = shift(Lincl[g-1]) + Ldep[g].
+    Backward, in place: R[g] += shift(R[g+1] (+ Ldep[g+1] if on_anchor)).
+
+    on_anchor: every sample sits on an anchor and Ldep holds only those
+    weights, so a point's right-table entry is its own weight shifted one gap
+    left (R then starts at zero). Each gap's decay is computed once.
+    Returns -1 when out of memory.
+    """
     cdef Py_ssize_t g
     cdef int c, k
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
-    cdef double t[64]
     cdef double buf[64]
+    cdef double inc[64]
+    cdef double* T
+    cdef const double* t
     if G == 0:
-        return
+        return 0
+    T = <double*> malloc(G * a1 * sizeof(double))
+    if T == NULL:
+        return -1
     for k in range(row):
         Lincl[k] = Ldep[k]
     for g in range(1, G):
-        _decay((anchors[g] - anchors[g - 1]) / h, a, t)
+        _decay((anchors[g] - anchors[g - 1]) / h, a, &T[g * a1])
         for c in range(r):
-            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, t, binom)
+            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, &T[g * a1], binom)
             for k in range(a1):
                 Lincl[g * row + c * a1 + k] = buf[k] + Ldep[g * row + c * a1 + k]
     g = G - 2
     while g >= 0:
-        _decay((anchors[g + 1] - anchors[g]) / h, a, t)
+        t = &T[(g + 1) * a1]
         for c in range(r):
-            _shift(&R[(g + 1) * row + c * a1], buf, a, t, binom)
+            if on_anchor:
+                for k in range(a1):
+                    inc[k] = R[(g + 1) * row + c * a1 + k] + Ldep[(g + 1) * row + c * a1 + k]
+                _shift(inc, buf, a, t, binom)
+            else:
+                _shift(&R[(g + 1) * row + c * a1], buf, a, t, binom)
             for k in range(a1):
                 R[g * row + c * a1 + k] += buf[k]
         g -= 1
+    free(T)
+    return 0
 
 
 cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                    const double* anchors, Py_ssize_t G, int r, double h, int a,
-                    const double* binom, const double* beta, const double* gamma,
+                    const Py_ssize_t* outrow,
+                    const double* anchors, Py_ssize_t G, int r, double h, const Kernel* ker,
                     const double* Ldep, const double* Lincl, const double* Rexcl,
                     double* S, double* D) noexcept nogil:
-    """S[j, c] = ksum and D[j, c] = dksum at e[j], from the tables.
+    """S[row, c] = ksum and D[row, c] = dksum at e[j], row = outrow[j] (j if NULL).
 
     lo[j] is the last anchor <= e[j] (-1 if none). An evaluation point that is
-    not an anchor must have no sample point strictly between its two anchors
-    (true for exact sums and for binned weights on a grid).
-    S or D may be NULL when not wanted.
+    not an anchor must have no sample strictly between its two anchors (true
+    for exact sums and for binned weights on a grid). S or D may be NULL.
     """
-    cdef Py_ssize_t j, g
+    cdef Py_ssize_t j, g, o
     cdef int c, k
+    cdef int a = ker.a
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double tl[64]
@@ -191,6 +357,7 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
     cdef double s, dd
     for j in range(m):
         g = lo[j]
+        o = outrow[j] if outrow != NULL else j
         hasL = g >= 0
         onanchor = hasL and e[j] == anchors[g]
         hasR = onanchor or g + 1 < G
@@ -200,7 +367,7 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
             _decay((anchors[g + 1] - e[j]) / h, a, tr)
         for c in range(r):
             if hasL:
-                _shift(&Lincl[g * row + c * a1], Lv, a, tl, binom)
+                _shift(&Lincl[g * row + c * a1], Lv, a, tl, ker.binom)
             else:
                 for k in range(a1):
                     Lv[k] = 0.0
@@ -211,107 +378,191 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                 # points >= anchor g+1: its exclusive table plus what sits on it
                 for k in range(a1):
                     inc[k] = Rexcl[(g + 1) * row + c * a1 + k] + Ldep[(g + 1) * row + c * a1 + k]
-                _shift(inc, Rv, a, tr, binom)
+                _shift(inc, Rv, a, tr, ker.binom)
             else:
                 for k in range(a1):
                     Rv[k] = 0.0
             if S != NULL:
                 s = 0.0
                 for k in range(a1):
-                    s += beta[k] * (Lv[k] + Rv[k])
-                S[j * r + c] = s
+                    s += ker.beta[k] * (Lv[k] + Rv[k])
+                S[o * r + c] = s
             if D != NULL:
                 dd = 0.0
                 for k in range(a1):
-                    dd += gamma[k] * (Lv[k] - Rv[k])
-                D[j * r + c] = dd
+                    dd += ker.gamma[k] * (Lv[k] - Rv[k])
+                D[o * r + c] = dd
 
 
-cdef struct Kernel:
-    int a
-    double beta[64]
-    double gamma[64]
-    double binom[4096]
+cdef struct Tables:
+    double* Ldep
+    double* Lincl
+    double* R
 
 
-cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil:
-    cdef int a = nb - 1
-    cdef int k, j
-    ker.a = a
-    for k in range(a + 1):
-        ker.beta[k] = beta[k]
-    # K'(u) for u > 0 is sum_k gamma_k u^k e^-u, gamma_k = beta_k - (k+1) beta_{k+1}
-    for k in range(a + 1):
-        ker.gamma[k] = beta[k] - ((k + 1) * beta[k + 1] if k < a else 0.0)
-    for k in range(a + 1):
-        for j in range(a + 1):
-            ker.binom[k * (a + 1) + j] = 0.0
-        ker.binom[k * (a + 1)] = 1.0
-        for j in range(1, k + 1):
-            ker.binom[k * (a + 1) + j] = ker.binom[k * (a + 1) + j - 1] * (k - j + 1) / j
+cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1) noexcept nogil:
+    tb.Ldep = <double*> malloc(G * r * a1 * sizeof(double))
+    tb.Lincl = <double*> malloc(G * r * a1 * sizeof(double))
+    tb.R = <double*> malloc(G * r * a1 * sizeof(double))
+    if tb.Ldep == NULL or tb.Lincl == NULL or tb.R == NULL:
+        return -1
+    return 0
 
 
-MAX_ORDER = 62
+cdef void _tables_free(Tables* tb) noexcept nogil:
+    free(tb.Ldep); free(tb.Lincl); free(tb.R)
+    tb.Ldep = NULL; tb.Lincl = NULL; tb.R = NULL
 
 
-cdef class Tables:
-    """Kernel-sum tables over a sorted set of anchors (see module docstring)."""
+cdef int _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
+                          double h, const Kernel* ker, Tables* tb,
+                          const double* e, const Py_ssize_t* lo, Py_ssize_t m,
+                          const Py_ssize_t* outrow, double* S, double* D) noexcept nogil:
+    """Sums of weights Wa [G, r] sitting on the anchors, at m evaluation points."""
+    cdef int a1 = ker.a + 1
+    cdef Py_ssize_t g
+    cdef int c
+    memset(tb.Ldep, 0, G * r * a1 * sizeof(double))
+    memset(tb.R, 0, G * r * a1 * sizeof(double))
+    for g in range(G):
+        for c in range(r):
+            tb.Ldep[(g * r + c) * a1] = Wa[g * r + c]
+    if _recurse(anchors, G, r, h, ker.a, ker.binom, tb.Ldep, tb.Lincl, tb.R, True):
+        return -1
+    _evaluate(e, lo, m, outrow, anchors, G, r, h, ker, tb.Ldep, tb.Lincl, tb.R, S, D)
+    return 0
+
+
+cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) noexcept nogil:
+    """last[q] = the last index of sorted_x[q]'s tie group."""
+    cdef Py_ssize_t q = n - 1, g = n - 1
+    while q >= 0:
+        if q == n - 1 or sorted_x[q] != sorted_x[q + 1]:
+            g = q
+        last[q] = g
+        q -= 1
+
+
+def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const double[::1] beta,
+               e, bint want_S, bint want_D):
+    """Exact kernel sums of the r weight columns W [n, r] at e (None: at x).
+
+    Returns (S, D) [m, r] in e's (or x's) order, None where not wanted.
+    """
+    cdef Py_ssize_t n = x.shape[0], r = W.shape[1], m, q, j
     cdef Kernel ker
-    cdef double h
-    cdef Py_ssize_t G
-    cdef int r
-    cdef object anchors, Ldep, Lincl, Rexcl
-
-    def __init__(self, double[::1] anchors, double[:, ::1] W, double[::1] pos,
-                 Py_ssize_t[::1] idxL, Py_ssize_t[::1] idxR, double h,
-                 double[::1] beta):
-        if beta.shape[0] < 1 or beta.shape[0] > MAX_ORDER + 1:
-            raise ValueError("beta must have 1 to %d entries" % (MAX_ORDER + 1))
-        _make_kernel(&beta[0], beta.shape[0], &self.ker)
-        self.h = h
-        self.G = anchors.shape[0]
-        self.r = W.shape[1]
-        self.anchors = np.asarray(anchors)
-        a1 = self.ker.a + 1
-        Ldep = np.zeros((self.G, self.r, a1))
-        R = np.zeros((self.G, self.r, a1))
-        Lincl = np.empty((self.G, self.r, a1))
-        cdef double[:, :, ::1] Ld = Ldep, Rv = R, Li = Lincl
-        cdef Py_ssize_t n = pos.shape[0]
-        if self.G == 0 or self.r == 0:
-            self.Ldep, self.Lincl, self.Rexcl = Ldep, Lincl, R
-            return
-        with nogil:
-            if n > 0:
-                _deposit(&pos[0], &W[0, 0], n, self.r, &idxL[0], &idxR[0],
-                         &anchors[0], self.G, h, self.ker.a, &Ld[0, 0, 0], &Rv[0, 0, 0])
-            _recurse(&anchors[0], self.G, self.r, h, self.ker.a, self.ker.binom,
-                     &Ld[0, 0, 0], &Li[0, 0, 0], &Rv[0, 0, 0])
-        self.Ldep, self.Lincl, self.Rexcl = Ldep, Lincl, R
-
-    def evaluate(self, double[::1] e, Py_ssize_t[::1] lo, bint want_S=True, bint want_D=True):
-        """Return (S, D), each [m, r] (None where not wanted)."""
-        cdef Py_ssize_t m = e.shape[0]
-        S = np.empty((m, self.r)) if want_S else None
-        D = np.empty((m, self.r)) if want_D else None
-        cdef double[:, ::1] Sv, Dv
-        cdef double* Sp = NULL
-        cdef double* Dp = NULL
-        if m == 0 or self.r == 0:
-            return S, D
-        if want_S:
-            Sv = S
-            Sp = &Sv[0, 0]
-        if want_D:
-            Dv = D
-            Dp = &Dv[0, 0]
-        cdef double[::1] anc = self.anchors
-        cdef double[:, :, ::1] Ld = self.Ldep, Li = self.Lincl, Rx = self.Rexcl
-        with nogil:
-            _evaluate(&e[0], &lo[0], m, &anc[0], self.G, self.r, self.h, self.ker.a,
-                      self.ker.binom, self.ker.beta, self.ker.gamma,
-                      &Ld[0, 0, 0], &Li[0, 0, 0], &Rx[0, 0, 0], Sp, Dp)
+    _make_kernel(&beta[0], beta.shape[0], &ker)
+    cdef bint at_x = e is None
+    cdef const double[::1] ev = x if at_x else e
+    m = ev.shape[0]
+    S = np.empty((m, r)) if want_S else None
+    D = np.empty((m, r)) if want_D else None
+    if m == 0 or r == 0:
         return S, D
+    cdef double[:, ::1] Sv, Dv
+    cdef double* Sp = NULL
+    cdef double* Dp = NULL
+    if want_S:
+        Sv = S
+        Sp = &Sv[0, 0]
+    if want_D:
+        Dv = D
+        Dp = &Dv[0, 0]
+    cdef int a1 = ker.a + 1, bad = 0
+    cdef Tables tb
+    cdef Py_ssize_t* order = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    cdef double* anchors = <double*> malloc(n * sizeof(double))
+    cdef double* Wa = <double*> malloc(n * r * sizeof(double))
+    cdef Py_ssize_t* eorder = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
+    cdef double* es = <double*> malloc(m * sizeof(double))
+    cdef Py_ssize_t* lo = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
+    with nogil:
+        if (_tables_alloc(&tb, n, r, a1) or order == NULL or anchors == NULL or Wa == NULL
+                or eorder == NULL or es == NULL or lo == NULL or _argsort(&x[0], n, order)):
+            bad = 1
+        else:
+            for q in range(n):
+                anchors[q] = x[order[q]]
+                for j in range(r):
+                    Wa[q * r + j] = W[order[q], j]
+            if at_x:
+                # in sorted order; a point's anchor is its tie group's last
+                _last_of_ties(anchors, n, lo)
+                memcpy(es, anchors, n * sizeof(double))
+                memcpy(eorder, order, n * sizeof(Py_ssize_t))
+            elif _argsort(&ev[0], m, eorder):
+                bad = 1
+            else:
+                # evaluation points sorted too: tables are read in order, anchors found by a merge
+                q = -1
+                for j in range(m):
+                    es[j] = ev[eorder[j]]
+                    while q + 1 < n and anchors[q + 1] <= es[j]:
+                        q += 1
+                    lo[j] = q
+            if not bad and _sums_on_anchors(anchors, n, Wa, r, h, &ker, &tb, es, lo, m,
+                                            eorder, Sp, Dp):
+                bad = 1
+    _tables_free(&tb)
+    free(order); free(anchors); free(Wa); free(eorder); free(es); free(lo)
+    if bad:
+        raise MemoryError("exact_sums: out of memory")
+    return S, D
+
+
+def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const double[::1] beta,
+              const double[::1] e, bint want_S, bint want_D):
+    """Sums of grid weights Wg [G, r] (grid equally spaced) at any points e.
+
+    Points outside the grid get the exact sums of the grid weights.
+    """
+    cdef Py_ssize_t G = grid.shape[0], r = Wg.shape[1], m = e.shape[0], j, g
+    cdef Kernel ker
+    _make_kernel(&beta[0], beta.shape[0], &ker)
+    S = np.empty((m, r)) if want_S else None
+    D = np.empty((m, r)) if want_D else None
+    if m == 0 or r == 0 or G == 0:
+        return S, D
+    cdef double[:, ::1] Sv, Dv
+    cdef double* Sp = NULL
+    cdef double* Dp = NULL
+    if want_S:
+        Sv = S
+        Sp = &Sv[0, 0]
+    if want_D:
+        Dv = D
+        Dp = &Dv[0, 0]
+    cdef double delta = (grid[G - 1] - grid[0]) / (G - 1) if G > 1 else 1.0
+    cdef double u
+    cdef int bad = 0
+    cdef Tables tb
+    cdef Py_ssize_t* lo = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
+    with nogil:
+        if _tables_alloc(&tb, G, r, ker.a + 1) or lo == NULL:
+            bad = 1
+        else:
+            for j in range(m):
+                # the last grid point <= e: arithmetic, then corrected for rounding
+                u = (e[j] - grid[0]) / delta
+                if u < 0:
+                    g = -1
+                elif u >= G - 1:
+                    g = G - 1
+                else:
+                    g = <Py_ssize_t> floor(u)
+                while g >= 0 and grid[g] > e[j]:
+                    g -= 1
+                while g + 1 < G and grid[g + 1] <= e[j]:
+                    g += 1
+                lo[j] = g
+            if _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, h, &ker, &tb, &e[0], lo, m,
+                                NULL, Sp, Dp):
+                bad = 1
+    _tables_free(&tb)
+    free(lo)
+    if bad:
+        raise MemoryError("grid_sums: out of memory")
+    return S, D
 
 
 # ---------------------------------------------------------------------------
@@ -329,7 +580,7 @@ cdef struct Problem:
     const double* gh        # bandwidth of each group
     const double* wcls      # 1 / (n_k h_k)
     int mode                # EXACT, SIMPLE or LINEAR
-    bint at_anchor          # densities read at the point's anchor (R's binned) or at the point
+    bint at_anchor          # densities read at the point's grid point (R's binned) or at the point
     Py_ssize_t nbin
     double eps              # grid widening
     Kernel ker
@@ -340,20 +591,17 @@ cdef struct Column:
     Py_ssize_t G            # anchors in use
     double* anchors         # G
     Py_ssize_t* order       # n: points in increasing z (EXACT)
-    Py_ssize_t* bin         # n: anchor of each point (EXACT: its tie group's first)
+    Py_ssize_t* bin         # n: grid cell of each point (binned)
+    Py_ssize_t* lo          # n: last anchor <= z_i
     Py_ssize_t m            # evaluation rows: sorted points, grid points, or points
     double* ev              # max(n, G): position of each evaluation row
     Py_ssize_t* evlo        # max(n, G): last anchor <= that position
     Py_ssize_t* row         # n: the evaluation row that gives point i its values
-    Py_ssize_t* lo          # n: last anchor <= z_i (LINEAR: its grid cell)
-    double* W               # max(n, G) x rmax
-    double* pos             # max(n, G): deposit positions
-    Py_ssize_t* iL          # max(n, G)
-    Py_ssize_t* iR          # max(n, G)
-    double* Ldep
-    double* Lincl
-    double* Rx
-    double* S               # n x rmax (or G x rmax)
+    double* Wa              # max(n, G) x rmax: weights on the anchors
+    double* Wpts            # n x rmax: weights of the points
+    Py_ssize_t* ident       # max(n, G): 0, 1, 2, ...
+    Tables tb
+    double* S               # max(n, G) x rmax
     double* D
     double lo_grid
     double delta
@@ -368,62 +616,47 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t nbin, int rmax, int
     col.row = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     col.ev = <double*> malloc(N * sizeof(double))
     col.evlo = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
-    col.W = <double*> malloc(N * rmax * sizeof(double))
-    col.pos = <double*> malloc(N * sizeof(double))
-    col.iL = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
-    col.iR = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
-    col.Ldep = <double*> malloc(N * rmax * a1 * sizeof(double))
-    col.Lincl = <double*> malloc(N * rmax * a1 * sizeof(double))
-    col.Rx = <double*> malloc(N * rmax * a1 * sizeof(double))
+    col.Wa = <double*> malloc(N * rmax * sizeof(double))
+    col.Wpts = <double*> malloc(n * rmax * sizeof(double))
+    col.ident = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
     col.S = <double*> malloc(N * rmax * sizeof(double))
     col.D = <double*> malloc(N * rmax * sizeof(double))
-    if (col.anchors == NULL or col.order == NULL or col.bin == NULL or col.lo == NULL
-            or col.row == NULL or col.ev == NULL or col.evlo == NULL or col.W == NULL or col.pos == NULL or col.iL == NULL
-            or col.iR == NULL or col.Ldep == NULL or col.Lincl == NULL or col.Rx == NULL
-            or col.S == NULL or col.D == NULL):
+    if (_tables_alloc(&col.tb, N, rmax, a1) or col.anchors == NULL or col.order == NULL
+            or col.bin == NULL or col.lo == NULL or col.row == NULL or col.ev == NULL
+            or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL
+            or col.ident == NULL or col.S == NULL or col.D == NULL):
         return -1
+    cdef Py_ssize_t i
+    for i in range(N):
+        col.ident[i] = i
     return 0
 
 
 cdef void _column_free(Column* col) noexcept nogil:
-    free(col.anchors); free(col.order); free(col.bin); free(col.lo); free(col.row); free(col.ev); free(col.evlo)
-    free(col.W); free(col.pos); free(col.iL); free(col.iR)
-    free(col.Ldep); free(col.Lincl); free(col.Rx); free(col.S); free(col.D)
+    free(col.anchors); free(col.order); free(col.bin); free(col.lo); free(col.row)
+    free(col.ev); free(col.evlo); free(col.Wa); free(col.Wpts); free(col.ident); free(col.S); free(col.D)
+    _tables_free(&col.tb)
 
 
-cdef void _column_setup(const Problem* P, const double* z, Column* col) noexcept nogil:
-    """Anchors and each point's anchor for one column of Z = XV."""
-    cdef Py_ssize_t n = P.n, i, q, first, g
+cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept nogil:
+    """Anchors, evaluation rows and each point's anchor for one column of Z = XV."""
+    cdef Py_ssize_t n = P.n, i, q, g
     cdef double zmin, zmax, u
-    cdef keyed* keys
     if P.mode == EXACT:
-        keys = <keyed*> malloc(n * sizeof(keyed))
-        for i in range(n):
-            keys[i].first = z[i]
-            keys[i].second = i
-        cpp_sort(keys, keys + n)
+        if _argsort(z, n, col.order):
+            return -1
         col.G = n
-        first = 0
-        for q in range(n):
-            col.order[q] = keys[q].second
-            col.anchors[q] = keys[q].first
-            if q > 0 and keys[q].first != keys[q - 1].first:
-                first = q
-            col.bin[keys[q].second] = first   # deposits go to the tie group's first anchor
-        free(keys)
-        # evaluate in sorted order (the tables are read sequentially); a
-        # point's anchor for evaluation is its tie group's last
         col.m = n
-        q = n - 1
-        while q >= 0:
-            if q == n - 1 or col.anchors[q] != col.anchors[q + 1]:
-                g = q
+        for q in range(n):
+            col.anchors[q] = z[col.order[q]]
             col.ev[q] = col.anchors[q]
-            col.evlo[q] = g
+        # evaluate in sorted order (tables read sequentially); a point's
+        # anchor for evaluation is its tie group's last
+        _last_of_ties(col.anchors, n, col.evlo)
+        for q in range(n):
             col.row[col.order[q]] = q
-            col.lo[col.order[q]] = g
-            q -= 1
-        return
+            col.lo[col.order[q]] = col.evlo[q]
+        return 0
     zmin = z[0]
     zmax = z[0]
     for i in range(1, n):
@@ -464,50 +697,41 @@ cdef void _column_setup(const Problem* P, const double* z, Column* col) noexcept
             col.evlo[g] = g
     else:
         col.m = n
+    return 0
 
 
-cdef void _sums_on_anchors(const Problem* P, Column* col, const double* z,
-                           int grp, int r, const double* Wpts, bint want_S) noexcept nogil:
-    """Kernel sums of the group's weights Wpts [n, r] (one row per point), at the
-    column's evaluation rows (col.S, col.D, [m, r]; point i is row col.row[i]).
-
-    EXACT: each point sits on its own anchor. SIMPLE: its weight moves to its
-    grid point. LINEAR: its weight is split between its two grid points.
-    """
-    cdef Py_ssize_t n = P.n, G = col.G, i, q, g
-    cdef int c, a = P.ker.a, a1 = P.ker.a + 1
-    cdef double h = P.gh[grp], frac
-    memset(col.Ldep, 0, G * r * a1 * sizeof(double))
-    memset(col.Rx, 0, G * r * a1 * sizeof(double))
-    if P.mode == EXACT:
-        for q in range(n):
+cdef void _bin_weights(const Problem* P, Column* col, const double* z, int r,
+                       const double* Wpts, int mode) noexcept nogil:
+    """col.Wa [G, r]: the points' weights moved onto the anchors."""
+    cdef Py_ssize_t i, q, g
+    cdef int c
+    cdef double frac
+    if mode == EXACT:
+        for q in range(P.n):
             i = col.order[q]
-            col.pos[q] = col.anchors[q]
-            col.iL[q] = col.bin[i]
-            col.iR[q] = col.bin[i] - 1
             for c in range(r):
-                col.W[q * r + c] = Wpts[i * r + c]
-        _deposit(col.pos, col.W, n, r, col.iL, col.iR, col.anchors, G, h, a, col.Ldep, col.Rx)
-    else:
-        memset(col.W, 0, G * r * sizeof(double))
-        for i in range(n):
-            g = col.bin[i]
-            if P.mode == SIMPLE:
-                for c in range(r):
-                    col.W[g * r + c] += Wpts[i * r + c]
-            else:
-                frac = (z[i] - col.lo_grid) / col.delta - g
-                for c in range(r):
-                    col.W[g * r + c] += (1.0 - frac) * Wpts[i * r + c]
-                    col.W[(g + 1) * r + c] += frac * Wpts[i * r + c]
-        for g in range(G):
-            col.pos[g] = col.anchors[g]
-            col.iL[g] = g
-            col.iR[g] = g - 1
-        _deposit(col.pos, col.W, G, r, col.iL, col.iR, col.anchors, G, h, a, col.Ldep, col.Rx)
-    _recurse(col.anchors, G, r, h, a, P.ker.binom, col.Ldep, col.Lincl, col.Rx)
-    _evaluate(col.ev, col.evlo, col.m, col.anchors, G, r, h, a, P.ker.binom, P.ker.beta,
-              P.ker.gamma, col.Ldep, col.Lincl, col.Rx, col.S if want_S else NULL, col.D)
+                col.Wa[q * r + c] = Wpts[i * r + c]
+        return
+    memset(col.Wa, 0, col.G * r * sizeof(double))
+    for i in range(P.n):
+        g = col.bin[i]
+        if mode == SIMPLE:
+            for c in range(r):
+                col.Wa[g * r + c] += Wpts[i * r + c]
+        else:
+            frac = (z[i] - col.lo_grid) / col.delta - g
+            for c in range(r):
+                col.Wa[g * r + c] += (1.0 - frac) * Wpts[i * r + c]
+                col.Wa[(g + 1) * r + c] += frac * Wpts[i * r + c]
+
+
+cdef int _column_sums(const Problem* P, Column* col, const double* z, int grp, int r,
+                      bint want_S) noexcept nogil:
+    """Kernel sums of the group's point weights col.Wpts [n, r] at the column's
+    evaluation rows (col.S, col.D [m, r]; point i is row col.row[i])."""
+    _bin_weights(P, col, z, r, col.Wpts, P.mode)
+    return _sums_on_anchors(col.anchors, col.G, col.Wa, r, P.gh[grp], &P.ker, &col.tb,
+                            col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL, col.D)
 
 
 cdef void _class_weights(const Problem* P, int grp, int r, double* W) noexcept nogil:
@@ -521,15 +745,15 @@ cdef void _class_weights(const Problem* P, int grp, int r, double* W) noexcept n
             W[i * r + P.cof[k]] = P.wcls[k]
 
 
-cdef void _column_logf(const Problem* P, const double* z, Column* col,
-                       double* Wpts, double* logf) noexcept nogil:
+cdef int _column_logf(const Problem* P, const double* z, Column* col, double* logf) noexcept nogil:
     """logf[i, k] += log f_kt(z_it) for this column."""
     cdef Py_ssize_t i, j, w
     cdef int grp, k, r
     for grp in range(P.ngroup):
         r = P.gsize[grp]
-        _class_weights(P, grp, r, Wpts)
-        _sums_on_anchors(P, col, z, grp, r, Wpts, True)
+        _class_weights(P, grp, r, col.Wpts)
+        if _column_sums(P, col, z, grp, r, True):
+            return -1
         for j in range(col.m * r):
             col.S[j] = log(col.S[j])
         for i in range(P.n):
@@ -537,10 +761,9 @@ cdef void _column_logf(const Problem* P, const double* z, Column* col,
             for k in range(P.K):
                 if P.gof[k] == grp:
                     logf[i * P.K + k] += col.S[w + P.cof[k]]
-
-
-cdef void _column_grad(const Problem* P, const double* z, Column* col,
-                       double* Wpts, const double* post, double* gz) noexcept nogil:
+    return 0
+cdef int _column_grad(const Problem* P, const double* z, Column* col,
+                      const double* post, double* gz) noexcept nogil:
     """gz[i] = n * d l / d z_it for this column (see the paper's T1, T2).
 
     With c_ik = (1{y_i = k} - P_ik) / f_kt(z_it) (P the posteriors), the derivative is
@@ -552,7 +775,8 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col,
     """
     cdef Py_ssize_t n = P.n, i, g, G, imin, imax, w
     cdef int grp, k, r, c, K = P.K
-    cdef double h, pk, f, d_lo, d_delta, dl_lo, dl_delta, gam, b, u, zmin, zmax
+    cdef double h, pk, f, d_lo, d_delta, gam, b, u
+    cdef double* Wpts = col.Wpts
     for i in range(n):
         gz[i] = 0.0
     d_lo = 0.0
@@ -561,7 +785,8 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col,
         r = P.gsize[grp]
         h = P.gh[grp]
         _class_weights(P, grp, r, Wpts)
-        _sums_on_anchors(P, col, z, grp, r, Wpts, True)
+        if _column_sums(P, col, z, grp, r, True):
+            return -1
         # c weights, and the evaluation-point term (before col.S, col.D are reused)
         for i in range(n):
             w = col.row[i] * r
@@ -576,7 +801,8 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col,
                 Wpts[i * r + c] = pk
                 gz[i] -= pk * col.D[w + c] / h
         if P.mode != LINEAR:
-            _sums_on_anchors(P, col, z, grp, r, Wpts, False)
+            if _column_sums(P, col, z, grp, r, False):
+                return -1
             for i in range(n):
                 k = P.y[i]
                 if P.gof[k] == grp:
@@ -585,38 +811,22 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col,
             # Phi (ksum) and Psi (dksum) of the c weights at the grid points,
             # from the points where they really are.
             G = col.G
-            memset(col.Ldep, 0, G * r * (P.ker.a + 1) * sizeof(double))
-            memset(col.Rx, 0, G * r * (P.ker.a + 1) * sizeof(double))
-            for i in range(n):
-                g = col.lo[i]
-                col.pos[i] = z[i]
-                if z[i] == col.anchors[g]:
-                    col.iL[i] = g
-                    col.iR[i] = g - 1
-                else:
-                    col.iL[i] = g + 1 if g + 1 < G else G
-                    col.iR[i] = g
-            _deposit(col.pos, Wpts, n, r, col.iL, col.iR, col.anchors, G, h, P.ker.a,
-                     col.Ldep, col.Rx)
-            _recurse(col.anchors, G, r, h, P.ker.a, P.ker.binom, col.Ldep, col.Lincl, col.Rx)
-            for g in range(G):
-                col.iL[g] = g
-            _evaluate(col.anchors, col.iL, G, col.anchors, G, r, h, P.ker.a, P.ker.binom,
-                      P.ker.beta, P.ker.gamma, col.Ldep, col.Lincl, col.Rx, col.S, col.D)
+            memset(col.tb.Ldep, 0, G * r * (P.ker.a + 1) * sizeof(double))
+            memset(col.tb.R, 0, G * r * (P.ker.a + 1) * sizeof(double))
+            _deposit(z, Wpts, n, r, col.lo, col.anchors, G, h, P.ker.a, col.tb.Ldep, col.tb.R)
+            if _recurse(col.anchors, G, r, h, P.ker.a, P.ker.binom, col.tb.Ldep, col.tb.Lincl,
+                        col.tb.R, False):
+                return -1
+            _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, r, h, &P.ker,
+                      col.tb.Ldep, col.tb.Lincl, col.tb.R, col.S, col.D)
             # bin weights of the group's classes, for the grid-motion term
             _class_weights(P, grp, r, Wpts)
-            memset(col.W, 0, G * r * sizeof(double))
-            for i in range(n):
-                g = col.bin[i]
-                b = (z[i] - col.lo_grid) / col.delta - g
-                for c in range(r):
-                    col.W[g * r + c] += (1.0 - b) * Wpts[i * r + c]
-                    col.W[(g + 1) * r + c] += b * Wpts[i * r + c]
+            _bin_weights(P, col, z, r, Wpts, LINEAR)
             # gamma_g = d(nl)/dG_g with binning fractions fixed
             for g in range(G):
                 gam = 0.0
                 for c in range(r):
-                    gam -= col.W[g * r + c] * col.D[g * r + c] / h
+                    gam -= col.Wa[g * r + c] * col.D[g * r + c] / h
                 d_lo += gam
                 d_delta += g * gam
             # beta_i = d(nl)/du_i with the grid fixed: through the fractions
@@ -642,94 +852,108 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col,
         # lo = zmin - eps, delta = (zmax - zmin + 2 eps) / (nbin - 1)
         gz[imin] += d_lo - d_delta / (P.nbin - 1)
         gz[imax] += d_delta / (P.nbin - 1)
+    return 0
 
 
-cdef int _setup_problem(Problem* P, Py_ssize_t n, int K, int[::1] y, double[::1] h,
-                        int mode, bint at_anchor, Py_ssize_t nbin, double eps,
-                        int* gof, int* cof, int* gsize, double* gh, double* wcls) noexcept:
-    cdef int k, j, ng = 0, rmax = 0
-    cdef Py_ssize_t i
-    cdef double beta[2]
-    cdef Py_ssize_t* counts = <Py_ssize_t*> calloc(K, sizeof(Py_ssize_t))
-    for i in range(n):
-        counts[y[i]] += 1
-    # classes sharing a bandwidth share one pass over the anchors
-    for k in range(K):
-        gof[k] = -1
+
+
+cdef class _Work:
+    """A problem's class structure and per-thread column scratch."""
+    cdef Problem P
+    cdef int nthr
+    cdef Column* cols
+    cdef int* gof
+    cdef int* cof
+    cdef int* gsize
+    cdef double* gh
+    cdef double* wcls
+    cdef object y
+
+    def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, int mode,
+                  bint at_anchor, Py_ssize_t nbin, double eps, int num_threads):
+        cdef Py_ssize_t n = y.shape[0], i
+        cdef int k, j, ng = 0, rmax = 0, tid
+        cdef double beta[2]
+        self.y = y
+        self.nthr = max(1, min(num_threads, ndim))
+        self.gof = <int*> malloc(K * sizeof(int))
+        self.cof = <int*> malloc(K * sizeof(int))
+        self.gsize = <int*> calloc(K, sizeof(int))
+        self.gh = <double*> malloc(K * sizeof(double))
+        self.wcls = <double*> calloc(K, sizeof(double))
+        self.cols = <Column*> calloc(self.nthr, sizeof(Column))
+        if (self.gof == NULL or self.cof == NULL or self.gsize == NULL or self.gh == NULL
+                or self.wcls == NULL or self.cols == NULL):
+            raise MemoryError()
+        for i in range(n):
+            self.wcls[y[i]] += 1.0
+        # classes sharing a bandwidth share one pass over the anchors
+        for k in range(K):
+            self.gof[k] = -1
+            for j in range(ng):
+                if self.gh[j] == h[k]:
+                    self.gof[k] = j
+                    self.cof[k] = self.gsize[j]
+                    self.gsize[j] += 1
+                    break
+            if self.gof[k] < 0:
+                self.gh[ng] = h[k]
+                self.gof[k] = ng
+                self.cof[k] = 0
+                self.gsize[ng] = 1
+                ng += 1
+            self.wcls[k] = 1.0 / (self.wcls[k] * h[k])
         for j in range(ng):
-            if gh[j] == h[k]:
-                gof[k] = j
-                cof[k] = gsize[j]
-                gsize[j] += 1
-                break
-        if gof[k] < 0:
-            gh[ng] = h[k]
-            gof[k] = ng
-            cof[k] = 0
-            gsize[ng] = 1
-            ng += 1
-        wcls[k] = 1.0 / (counts[k] * h[k])
-    free(counts)
-    for j in range(ng):
-        if gsize[j] > rmax:
-            rmax = gsize[j]
-    P.n = n
-    P.K = K
-    P.ngroup = ng
-    P.y = &y[0]
-    P.gof = gof
-    P.cof = cof
-    P.gsize = gsize
-    P.gh = gh
-    P.wcls = wcls
-    P.mode = mode
-    P.at_anchor = at_anchor
-    P.nbin = nbin
-    P.eps = eps
-    beta[0] = 0.25
-    beta[1] = 0.25
-    _make_kernel(beta, 2, &P.ker)
-    return rmax
+            rmax = max(rmax, self.gsize[j])
+        self.P.n = n
+        self.P.K = K
+        self.P.ngroup = ng
+        self.P.y = &y[0]
+        self.P.gof = self.gof
+        self.P.cof = self.cof
+        self.P.gsize = self.gsize
+        self.P.gh = self.gh
+        self.P.wcls = self.wcls
+        self.P.mode = mode
+        self.P.at_anchor = at_anchor
+        self.P.nbin = nbin
+        self.P.eps = eps
+        beta[0] = 0.25
+        beta[1] = 0.25
+        _make_kernel(beta, 2, &self.P.ker)
+        for tid in range(self.nthr):
+            if _column_alloc(&self.cols[tid], n, nbin, rmax, self.P.ker.a + 1):
+                raise MemoryError("not enough memory for the kernel-sum tables")
+
+    def __dealloc__(self):
+        cdef int tid
+        if self.cols != NULL:
+            for tid in range(self.nthr):
+                _column_free(&self.cols[tid])
+        free(self.cols); free(self.gof); free(self.cof); free(self.gsize)
+        free(self.gh); free(self.wcls)
 
 
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                   int mode, bint at_anchor, Py_ssize_t nbin, double eps, int num_threads):
     """logf[i, k] = sum_t log f_kt(z_it), default kernel; Zt is [ndim, n]."""
-    cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t, i
-    cdef int nthr = max(1, min(num_threads, ndim))
-    cdef int* gof = <int*> malloc(K * sizeof(int))
-    cdef int* cof = <int*> malloc(K * sizeof(int))
-    cdef int* gsize = <int*> calloc(K, sizeof(int))
-    cdef double* gh = <double*> malloc(K * sizeof(double))
-    cdef double* wcls = <double*> malloc(K * sizeof(double))
-    cdef Problem P
-    cdef int rmax = _setup_problem(&P, n, K, y, h, mode, at_anchor, nbin, eps,
-                                   gof, cof, gsize, gh, wcls)
+    cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t
+    cdef _Work wk = _Work(ndim, y, K, h, mode, at_anchor, nbin, eps, num_threads)
+    cdef const Problem* P = &wk.P
+    cdef Column* cols = wk.cols
+    cdef int nthr = wk.nthr
     parts = np.zeros((nthr, n, K))
     cdef double[:, :, ::1] pv = parts
-    cdef Column* cols = <Column*> calloc(nthr, sizeof(Column))
-    cdef double** wbuf = <double**> calloc(nthr, sizeof(double*))
     cdef int tid, bad = 0
-    cdef Py_ssize_t N = n if n > nbin else nbin
-    for tid in range(nthr):
-        if _column_alloc(&cols[tid], n, nbin, rmax, P.ker.a + 1) != 0:
-            bad = 1
-        wbuf[tid] = <double*> malloc(N * rmax * sizeof(double))
-        if wbuf[tid] == NULL:
-            bad = 1
-    if not bad:
-        with nogil:
-            for t in prange(ndim, num_threads=nthr, schedule='static'):
-                tid = _thread_id()
-                _column_setup(&P, &Zt[t, 0], &cols[tid])
-                _column_logf(&P, &Zt[t, 0], &cols[tid], wbuf[tid], &pv[tid, 0, 0])
-    for tid in range(nthr):
-        _column_free(&cols[tid])
-        free(wbuf[tid])
-    free(cols); free(wbuf); free(gof); free(cof); free(gsize); free(gh); free(wcls)
+    with nogil:
+        for t in prange(ndim, num_threads=nthr, schedule='static'):
+            tid = _thread_id()
+            if (_column_setup(P, &Zt[t, 0], &cols[tid])
+                    or _column_logf(P, &Zt[t, 0], &cols[tid], &pv[tid, 0, 0])):
+                bad += 1
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
-    return parts.sum(axis=0)
+    return parts.sum(axis=0) if nthr > 1 else parts[0]
 
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
@@ -737,40 +961,19 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                          double[:, ::1] post, int num_threads):
     """n * d l / d Z, as [ndim, n], given the class posteriors [n, K]."""
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t
-    cdef int nthr = max(1, min(num_threads, ndim))
-    cdef int* gof = <int*> malloc(K * sizeof(int))
-    cdef int* cof = <int*> malloc(K * sizeof(int))
-    cdef int* gsize = <int*> calloc(K, sizeof(int))
-    cdef double* gh = <double*> malloc(K * sizeof(double))
-    cdef double* wcls = <double*> malloc(K * sizeof(double))
-    cdef Problem P
-    cdef int rmax = _setup_problem(&P, n, K, y, h, mode, at_anchor, nbin, eps,
-                                   gof, cof, gsize, gh, wcls)
+    cdef _Work wk = _Work(ndim, y, K, h, mode, at_anchor, nbin, eps, num_threads)
+    cdef const Problem* P = &wk.P
+    cdef Column* cols = wk.cols
+    cdef int nthr = wk.nthr
     dZ = np.zeros((ndim, n))
     cdef double[:, ::1] dv = dZ
-    cdef Column* cols = <Column*> calloc(nthr, sizeof(Column))
-    cdef double** wbuf = <double**> calloc(nthr, sizeof(double*))
     cdef int tid, bad = 0
-    cdef Py_ssize_t N = n if n > nbin else nbin
-    for tid in range(nthr):
-        if _column_alloc(&cols[tid], n, nbin, rmax, P.ker.a + 1) != 0:
-            bad = 1
-        wbuf[tid] = <double*> malloc(N * rmax * sizeof(double))
-        if wbuf[tid] == NULL:
-            bad = 1
-    if not bad:
-        with nogil:
-            for t in prange(ndim, num_threads=nthr, schedule='static'):
-                tid = _thread_id()
-                _column_setup(&P, &Zt[t, 0], &cols[tid])
-                _column_grad(&P, &Zt[t, 0], &cols[tid], wbuf[tid], &post[0, 0], &dv[t, 0])
-    for tid in range(nthr):
-        _column_free(&cols[tid])
-        free(wbuf[tid])
-    free(cols); free(wbuf)
-    free(gof); free(cof); free(gsize); free(gh); free(wcls)
+    with nogil:
+        for t in prange(ndim, num_threads=nthr, schedule='static'):
+            tid = _thread_id()
+            if (_column_setup(P, &Zt[t, 0], &cols[tid])
+                    or _column_grad(P, &Zt[t, 0], &cols[tid], &post[0, 0], &dv[t, 0])):
+                bad += 1
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
     return dZ
-
-

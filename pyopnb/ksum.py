@@ -40,17 +40,8 @@ def kernel_integral(beta: Sequence[float] = (0.25, 0.25)) -> float:
     return float(2.0 * np.sum(b * fact))
 
 
-def _exact_tables(x: np.ndarray, omega: np.ndarray, h: float, beta: np.ndarray):
-    order = np.argsort(x, kind="stable")
-    anchors = np.ascontiguousarray(x[order])
-    W = np.ascontiguousarray(omega[order].reshape(-1, 1))
-    first = np.searchsorted(anchors, anchors, side="left").astype(np.intp)
-    tables = _ksum.Tables(anchors, W, anchors, first, first - 1, h, beta)
-    return tables, anchors, order
-
-
-def _binned_tables(x: np.ndarray, omega: np.ndarray, h: float, beta: np.ndarray, nbin: int):
-    # FKSUM centres x first; the grid and the binning follow it exactly.
+def _binned_weights(x: np.ndarray, omega: np.ndarray, nbin: int):
+    """FKSUM's grid over (centred) x and the linearly binned weights on it."""
     lo = x.min() - _BIN_MARGIN
     hi = x.max() + _BIN_MARGIN
     delta = (hi - lo) / (nbin - 1)
@@ -60,9 +51,7 @@ def _binned_tables(x: np.ndarray, omega: np.ndarray, h: float, beta: np.ndarray,
     frac = pos - a
     gw = np.bincount(a, weights=omega * (1.0 - frac), minlength=nbin)
     gw += np.bincount(a + 1, weights=omega * frac, minlength=nbin)
-    idx = np.arange(nbin, dtype=np.intp)
-    tables = _ksum.Tables(grid, np.ascontiguousarray(gw.reshape(-1, 1)), grid, idx, idx - 1, h, beta)
-    return tables, grid
+    return grid, gw
 
 
 def fk_sum(
@@ -119,31 +108,16 @@ def fk_sum(
         if nbin < 2:
             raise ValueError(f"nbin must be at least 2, got {nbin}")
 
+    want_S, want_D = type != "dksum", type != "ksum"
     if nbin is None:
-        tables, anchors, order = _exact_tables(xv, w, hv, b)
-        if x_eval is None:
-            # evaluate in sorted order, where each point's anchor is its tie group's last
-            e_sorted = anchors
-            lo = (np.searchsorted(anchors, anchors, side="right") - 1).astype(np.intp)
-            S, D = tables.evaluate(e_sorted, lo, type != "dksum", type != "ksum")
-            inv = np.empty_like(order)
-            inv[order] = np.arange(order.size)
-            S = None if S is None else S[inv, 0]
-            D = None if D is None else D[inv, 0]
-        else:
-            lo = (np.searchsorted(anchors, ev, side="right") - 1).astype(np.intp)
-            S, D = tables.evaluate(ev, lo, type != "dksum", type != "ksum")
-            S = None if S is None else S[:, 0]
-            D = None if D is None else D[:, 0]
+        S, D = _ksum.exact_sums(xv, w.reshape(-1, 1), hv, b, None if x_eval is None else ev, want_S, want_D)
     else:
+        # FKSUM centres x first; the grid and the binning follow it exactly
         centre = xv.mean()
-        tables, grid = _binned_tables(xv - centre, w, hv, b, nbin)
-        ec = np.ascontiguousarray(ev - centre)
-        lo = (np.searchsorted(grid, ec, side="right") - 1).astype(np.intp)
-        S, D = tables.evaluate(ec, lo, type != "dksum", type != "ksum")
-        S = None if S is None else S[:, 0]
-        D = None if D is None else D[:, 0]
-
+        grid, gw = _binned_weights(xv - centre, w, nbin)
+        S, D = _ksum.grid_sums(grid, gw.reshape(-1, 1), hv, b, np.ascontiguousarray(ev - centre), want_S, want_D)
+    S = None if S is None else S[:, 0]
+    D = None if D is None else D[:, 0]
     if type == "ksum":
         return S
     if type == "dksum":

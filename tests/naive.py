@@ -10,14 +10,14 @@ def kernel_terms(x, omega, h, e, beta):
     """Per-sample terms omega_i K((e - x_i)/h) and omega_i K'((x_i - e)/h) at one point e."""
     ks, ds = [], []
     for xi, wi in zip(x, omega):
-        u = (e - xi) / h  # >= 0: sample on the left (ties count as left)
-        t = abs(u)
+        left = e >= xi  # ties count as left; decided on positions, not on a rounded u
+        t = abs((e - xi) / h)
         ex = math.exp(-t)
         k = sum(b * t**j for j, b in enumerate(beta)) * ex
         # g'(t) = sum_j beta_j (j t^(j-1) - t^j) e^-t; K'((x - e)/h) = -g'(t) on the left
         gp = sum(b * ((j * t ** (j - 1) if j else 0.0) - t**j) for j, b in enumerate(beta)) * ex
         ks.append(wi * k)
-        ds.append(wi * (-gp if u >= 0 else gp))
+        ds.append(wi * (-gp if left else gp))
     return ks, ds
 
 
