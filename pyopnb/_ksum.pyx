@@ -26,7 +26,7 @@ spread of x and returns NaN past about 745 bandwidths.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport exp, log, floor
+from libc.math cimport exp, log, log1p, floor, INFINITY
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset, memcpy
 
@@ -332,16 +332,37 @@ cdef int _recurse(const double* anchors, Py_ssize_t G, int r, double h, int a,
     return 0
 
 
+cdef inline void _powers(double d, int a, double* t) noexcept nogil:
+    """t[m] = d^m: _decay without its e^-d, for sums kept in log space."""
+    cdef int m
+    t[0] = 1.0
+    for m in range(1, a + 1):
+        t[m] = t[m - 1] * d
+
+
+cdef inline double _logaddexp(double u, double v) noexcept nogil:
+    if u == -INFINITY:
+        return v
+    if v == -INFINITY:
+        return u
+    if u > v:
+        return u + log1p(exp(v - u))
+    return v + log1p(exp(u - v))
+
+
 cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                     const Py_ssize_t* outrow,
                     const double* anchors, Py_ssize_t G, int r, double h, const Kernel* ker,
                     const double* Ldep, const double* Lincl, const double* Rexcl,
-                    double* S, double* D) noexcept nogil:
+                    double* S, double* D, bint logS) noexcept nogil:
     """S[row, c] = ksum and D[row, c] = dksum at e[j], row = outrow[j] (j if NULL).
 
     lo[j] is the last anchor <= e[j] (-1 if none). An evaluation point that is
     not an anchor must have no sample strictly between its two anchors (true
     for exact sums and for binned weights on a grid). S or D may be NULL.
+    logS: S holds log ksum, formed as log(left part) - d_left and
+    log(right part) - d_right, so a point thousands of bandwidths from the
+    sample gets its log density instead of log(0) (positive weights and beta).
     """
     cdef Py_ssize_t j, g, o
     cdef int c, k
@@ -354,7 +375,7 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
     cdef double Rv[64]
     cdef double inc[64]
     cdef bint hasL, hasR, onanchor
-    cdef double s, dd
+    cdef double s, dd, dl = 0.0, dr = 0.0, sr
     for j in range(m):
         g = lo[j]
         o = outrow[j] if outrow != NULL else j
@@ -362,9 +383,19 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
         onanchor = hasL and e[j] == anchors[g]
         hasR = onanchor or g + 1 < G
         if hasL:
-            _decay((e[j] - anchors[g]) / h, a, tl)
+            dl = (e[j] - anchors[g]) / h
+            if logS:
+                _powers(dl, a, tl)
+            else:
+                _decay(dl, a, tl)
         if hasR and not onanchor:
-            _decay((anchors[g + 1] - e[j]) / h, a, tr)
+            dr = (anchors[g + 1] - e[j]) / h
+            if logS:
+                _powers(dr, a, tr)
+            else:
+                _decay(dr, a, tr)
+        elif onanchor:
+            dr = 0.0
         for c in range(r):
             if hasL:
                 _shift(&Lincl[g * row + c * a1], Lv, a, tl, ker.binom)
@@ -382,7 +413,15 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
             else:
                 for k in range(a1):
                     Rv[k] = 0.0
-            if S != NULL:
+            if S != NULL and logS:
+                s = 0.0
+                sr = 0.0
+                for k in range(a1):
+                    s += ker.beta[k] * Lv[k]
+                    sr += ker.beta[k] * Rv[k]
+                S[o * r + c] = _logaddexp(log(s) - dl if hasL else -INFINITY,
+                                          log(sr) - dr if hasR else -INFINITY)
+            elif S != NULL:
                 s = 0.0
                 for k in range(a1):
                     s += ker.beta[k] * (Lv[k] + Rv[k])
@@ -417,7 +456,7 @@ cdef void _tables_free(Tables* tb) noexcept nogil:
 cdef int _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
                           double h, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, double* S, double* D) noexcept nogil:
+                          const Py_ssize_t* outrow, double* S, double* D, bint logS) noexcept nogil:
     """Sums of weights Wa [G, r] sitting on the anchors, at m evaluation points."""
     cdef int a1 = ker.a + 1
     cdef Py_ssize_t g
@@ -429,7 +468,7 @@ cdef int _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa,
             tb.Ldep[(g * r + c) * a1] = Wa[g * r + c]
     if _recurse(anchors, G, r, h, ker.a, ker.binom, tb.Ldep, tb.Lincl, tb.R, True):
         return -1
-    _evaluate(e, lo, m, outrow, anchors, G, r, h, ker, tb.Ldep, tb.Lincl, tb.R, S, D)
+    _evaluate(e, lo, m, outrow, anchors, G, r, h, ker, tb.Ldep, tb.Lincl, tb.R, S, D, logS)
     return 0
 
 
@@ -444,10 +483,11 @@ cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) 
 
 
 def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const double[::1] beta,
-               e, bint want_S, bint want_D):
+               e, bint want_S, bint want_D, bint log_S=False):
     """Exact kernel sums of the r weight columns W [n, r] at e (None: at x).
 
-    Returns (S, D) [m, r] in e's (or x's) order, None where not wanted.
+    Returns (S, D) [m, r] in e's (or x's) order, None where not wanted; with
+    log_S, S holds log ksum (for positive weights and beta).
     """
     cdef Py_ssize_t n = x.shape[0], r = W.shape[1], m, q, j
     cdef Kernel ker
@@ -501,7 +541,7 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                         q += 1
                     lo[j] = q
             if not bad and _sums_on_anchors(anchors, n, Wa, r, h, &ker, &tb, es, lo, m,
-                                            eorder, Sp, Dp):
+                                            eorder, Sp, Dp, log_S):
                 bad = 1
     _tables_free(&tb)
     free(order); free(anchors); free(Wa); free(eorder); free(es); free(lo)
@@ -556,7 +596,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
                     g += 1
                 lo[j] = g
             if _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, h, &ker, &tb, &e[0], lo, m,
-                                NULL, Sp, Dp):
+                                NULL, Sp, Dp, False):
                 bad = 1
     _tables_free(&tb)
     free(lo)
@@ -731,7 +771,7 @@ cdef int _column_sums(const Problem* P, Column* col, const double* z, int grp, i
     evaluation rows (col.S, col.D [m, r]; point i is row col.row[i])."""
     _bin_weights(P, col, z, r, col.Wpts, P.mode)
     return _sums_on_anchors(col.anchors, col.G, col.Wa, r, P.gh[grp], &P.ker, &col.tb,
-                            col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL, col.D)
+                            col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL, col.D, False)
 
 
 cdef void _class_weights(const Problem* P, int grp, int r, double* W) noexcept nogil:
@@ -818,7 +858,7 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col,
                         col.tb.R, False):
                 return -1
             _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, r, h, &P.ker,
-                      col.tb.Ldep, col.tb.Lincl, col.tb.R, col.S, col.D)
+                      col.tb.Ldep, col.tb.Lincl, col.tb.R, col.S, col.D, False)
             # bin weights of the group's classes, for the grid-motion term
             _class_weights(P, grp, r, Wpts)
             _bin_weights(P, col, z, r, Wpts, LINEAR)
