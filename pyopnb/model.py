@@ -358,12 +358,9 @@ def OPNB(
         scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
     else:
         scales = np.ones(d)
-    if scale:
-        # R divides by the sd (an ulp away from multiplying by 1/sd, and the
-        # binned objective can tell); constant columns become 0
-        Xs = np.ascontiguousarray(np.where(scales > 0, Xc / np.where(scales > 0, sd, 1.0), 0.0))
-    else:
-        Xs = np.ascontiguousarray(Xc)
+    # R multiplies by 1/sd (bit-for-bit: the eigenvectors' signs, which R's
+    # binned objective can tell apart, flip with an ulp of Xs)
+    Xs = np.ascontiguousarray(Xc * scales)
     counts = np.bincount(codes, minlength=K)
     PI = counts / n
     y0 = codes.astype(np.int32)

@@ -1,0 +1,116 @@
+"""R's ``OPNB_CV_lam``: choose the penalty by cross-validated accuracy."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .model import OPNB, OPNBModel, _check_lam, _check_X, factor, predict
+
+__all__ = ["OPNB_CV_lam"]
+
+
+def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
+    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.dtype.kind in "iu":
+        raise ValueError("folds must be a list of index arrays (0-based), one per fold; "
+                         "to pass fold labels per row use [np.flatnonzero(labels == f) for f in ...]")
+    try:
+        out = [np.asarray(f) for f in folds]
+    except TypeError:
+        raise ValueError("folds must be a list of index arrays (0-based)") from None
+    if len(out) < 2:
+        raise ValueError(f"folds must hold at least two folds, got {len(out)}")
+    seen = np.zeros(n, dtype=bool)
+    for j, f in enumerate(out):
+        if f.ndim != 1 or f.size == 0 or f.dtype.kind not in "iu":
+            raise ValueError(f"fold {j} must be a non-empty vector of integer row indices (0-based)")
+        if f.min() < 0 or f.max() >= n:
+            raise ValueError(f"fold {j} has indices outside 0..{n - 1} (folds are 0-based here, 1-based in R)")
+        if seen[f].any() or np.unique(f).size != f.size:
+            raise ValueError(f"fold {j} repeats rows already in a fold")
+        seen[f] = True
+    return out
+
+
+def _cv_accuracy(X, labels, folds, lam, fit_kwargs) -> float:
+    correct = 0
+    total = 0
+    for j, test in enumerate(folds):
+        train = np.concatenate([f for i, f in enumerate(folds) if i != j])
+        model = OPNB(X[train], labels[train], lam=lam, **fit_kwargs)
+        pred = predict(model, X[test])["class"]
+        correct += int(np.sum(pred == labels[test]))
+        total += test.size
+    return correct / total
+
+
+def OPNB_CV_lam(
+    X: Any,
+    y: Any,
+    folds: Sequence[Sequence[int]],
+    nlam: int = 10,
+    lam0: float = 1e-4,
+    factor_: float = 2.0,
+    nbin: Optional[int] = 1000,
+    ndim: Optional[int] = None,
+    scale: bool = True,
+    cores: int = 1,
+    V0: Any = None,
+    C: Optional[Callable] = None,
+    *,
+    correct: bool = False,
+    progress: bool = False,
+    **kwargs: Any,
+) -> Dict[str, Any]:
+    """Cross-validate the penalty over ``lam0 * factor^(i-1)``, i = 1..nlam, as R's ``OPNB_CV_lam``.
+
+    ``folds`` is a list of 0-based row-index arrays (R's are 1-based). For each
+    lam, each fold is predicted by a model fitted on the other folds; accuracy
+    is the share of correct predictions over all folds. The best lam (the first
+    on ties) is refitted on the rows of all folds. ``cores > 1`` runs the lam
+    values in parallel through joblib (so any joblib backend, Dask included,
+    can run them). ``factor`` may be given by that name, as in R.
+
+    Returns ``{"model": OPNBModel, "cv_stats": (nlam, 2) array [lam, accuracy]}``.
+    """
+    if "factor" in kwargs:
+        factor_ = kwargs.pop("factor")
+    if kwargs:
+        raise TypeError(f"unexpected arguments: {sorted(kwargs)}")
+    Xa = _check_X(X, "X")
+    levels, codes = factor(y)
+    if codes.size != Xa.shape[0]:
+        raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
+    labels = levels[codes]
+    fl = _check_folds(folds, Xa.shape[0])
+    if isinstance(nlam, bool) or not float(nlam).is_integer() or int(nlam) < 1:
+        raise ValueError(f"nlam must be a positive integer, got {nlam!r}")
+    lam0 = _check_lam(lam0)
+    try:
+        fac = float(factor_)
+    except (TypeError, ValueError):
+        raise ValueError(f"factor must be a positive number, got {factor_!r}") from None
+    if not np.isfinite(fac) or fac <= 0:
+        raise ValueError(f"factor must be positive and finite, got {factor_!r}")
+    lams = lam0 * fac ** np.arange(int(nlam))
+    fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct)
+    if int(cores) > 1:
+        from joblib import Parallel, delayed
+
+        # each fit already spreads its columns over threads: one thread per job
+        fit_kwargs["threads"] = 1
+        acc = Parallel(n_jobs=int(cores))(
+            delayed(_cv_accuracy)(Xa, labels, fl, lam, fit_kwargs) for lam in lams
+        )
+    else:
+        acc = []
+        for i, lam in enumerate(lams):
+            acc.append(_cv_accuracy(Xa, labels, fl, lam, fit_kwargs))
+            if progress:
+                print(f"OPNB_CV_lam: lam {i + 1}/{len(lams)} = {lam:.4g}: accuracy {acc[-1]:.4f}", flush=True)
+    acc = np.asarray(acc, dtype=float)
+    best = int(np.argmax(acc))  # first of the maxima
+    rows = np.concatenate(fl)
+    fit_kwargs.pop("threads", None)
+    model: OPNBModel = OPNB(Xa[rows], labels[rows], lam=lams[best], **fit_kwargs)
+    return {"model": model, "cv_stats": np.column_stack([lams, acc])}
