@@ -47,3 +47,50 @@ def max_rel(got: Any, ref: Any, floor: float) -> float:
 def within(got: Any, ref: Any, rel: float, abs_: float) -> bool:
     g, r = np.asarray(got, dtype=float), np.asarray(ref, dtype=float)
     return bool(np.all(np.abs(g - r) <= np.maximum(rel * np.abs(r), abs_)))
+
+FIT_FVAL_REL = 1e-8
+FIT_V_ABS = 1e-6
+POSTERIOR_ABS = 1e-10
+
+
+def r_starts() -> Dict[str, Any]:
+    """R's own start projections (eigen(cov(Xs))$vectors), recorded with
+    validation/record/record_r_starts.py: R's binned objective is not
+    symmetric under a column's sign flip, and eigenvector signs are each
+    LAPACK's own choice."""
+    return load("r_eigen_starts")
+
+
+def fit_call(name: str, use_r_start: bool = True):
+    """(X, y, kwargs for pyopnb.OPNB, outputs) of a fit fixture."""
+    fx = load(name)
+    i = fx["inputs"]
+    args = dict(i["args"] or {})
+    kw = {k: args[k] for k in ("ndim", "lam", "scale", "nbin") if k in args}
+    if i["Cmat"] is not None:
+        Cmat = arr(i["Cmat"])
+        kw["C"] = lambda X, y: Cmat
+    if i["V0"] is not None:
+        V0 = arr(i["V0"])
+        kw["V0"] = lambda X, y, ndim: V0
+    elif use_r_start:
+        kw["V0"] = arr(r_starts()["starts"][name])
+    return arr(i["X"]), np.asarray(i["y"]), kw, fx["outputs"], i
+
+
+def model_from_fixture(fields: Dict[str, Any]):
+    """An OPNBModel rebuilt from a fixture's model fields."""
+    from pyopnb.rio import model_from_fields
+
+    f = dict(fields)
+    f.setdefault("lam", 1e-3)
+    f.setdefault("fval", float("nan"))
+    f["ynames"] = np.asarray(f["ynames"], dtype=object)
+    return model_from_fields({k: (v if k == "ynames" else arr(v)) for k, v in f.items()})
+
+
+def column_signs(V: np.ndarray, Vref: np.ndarray) -> np.ndarray:
+    """Signs that align V's columns with Vref's (LAPACK picks eigenvector signs)."""
+    s = np.sign(np.sum(V * Vref, axis=0))
+    s[s == 0] = 1
+    return s

@@ -35,6 +35,21 @@ def main() -> None:
                     m <- if ({'TRUE' if scale else 'FALSE'}) ifelse(s < 1e-20, 0, 1 / s) else rep(1, ncol(X))
                     eigen(cov(sweep(Xc, 2, m, "*")))$vectors[, 1:{ndim}, drop = FALSE]"""))
         out["starts"][name] = V.tolist()
+    # OPNB_CV_lam fits each fold's complement, then the union of the folds
+    fx = load("cv_pima")
+    X = arr(fx["inputs"]["X"])
+    folds = [np.asarray(f) - 1 for f in fx["inputs"]["folds"]]
+    sets = [np.concatenate([f for i, f in enumerate(folds) if i != j]) for j in range(len(folds))]
+    sets.append(np.concatenate(folds))
+    cv_starts = []
+    for rows in sets:
+        with localconverter(ro.default_converter + numpy2ri.converter):
+            ro.globalenv["X"] = X[rows]
+            V = np.array(ro.r(
+                f"""Xc <- sweep(X, 2, colMeans(X)); s <- apply(Xc, 2, sd)
+                    eigen(cov(sweep(Xc, 2, ifelse(s < 1e-20, 0, 1 / s), "*")))$vectors[, 1:{fx["inputs"]["ndim"]}, drop = FALSE]"""))
+        cv_starts.append(V.tolist())
+    out["cv_pima"] = cv_starts
     path = Path(FIXTURES) / "r_eigen_starts.json"
     path.write_text(json.dumps(out, indent=1))
     print(f"wrote {path}")
