@@ -262,6 +262,7 @@ class _Objective:
         self.nbin, self.compat, self.threads = nbin, compat, threads
         self.callback = callback
         self.evals = 0
+        self.last = None
 
     def unflat(self, v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
@@ -278,6 +279,7 @@ class _Objective:
         F = f - self.lam * self.pen(V)
         G = g - self.lam * self.dpen(V)
         self.evals += 1
+        self.last = (v.copy(), F, G)
         if not np.isfinite(F) or not np.all(np.isfinite(G)):
             # R's optim stops with "L-BFGS-B needs finite values of 'fn'"
             raise FloatingPointError("L-BFGS-B needs finite values of 'fn'")
@@ -376,9 +378,12 @@ def OPNB(
     def _cb(intermediate_result):
         iteration[0] += 1
         if callback is not None:
-            jac = getattr(intermediate_result, "jac", None)
-            gnorm = float(np.linalg.norm(jac)) if jac is not None else float("nan")
-            callback(iteration[0], -float(intermediate_result.fun), gnorm)
+            # the accepted point is the last one L-BFGS-B evaluated
+            x, F, G = obj.last
+            if not np.array_equal(x, intermediate_result.x):
+                F, G = obj(intermediate_result.x)
+                F, G = -F, -G
+            callback(iteration[0], float(F), float(np.linalg.norm(G)))
 
     try:
         res = minimize(obj, V.ravel(order="F"), jac=True, method="L-BFGS-B", options=_LBFGS,

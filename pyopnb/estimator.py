@@ -1,0 +1,102 @@
+"""OPNBClassifier: OPNB as a scikit-learn estimator."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .model import OPNB, OPNBModel, predict
+
+__all__ = ["OPNBClassifier"]
+
+
+class OPNBClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """Optimal Projections Naive Bayes classifier.
+
+    Fits R's OPNB (see :func:`pyopnb.OPNB`) and predicts in log space, so
+    posteriors never underflow. ``transform`` returns the projections
+    ``(X - mu) @ V``.
+
+    Parameters
+    ----------
+    ndim : int, optional
+        Projection columns (default ``min(n_features, 20)``).
+    lam : float
+        Penalty on ``||V||^2``, > 0.
+    nbin : int or None
+        Bins per projected column; None for exact kernel sums.
+    scale : bool
+        Scale features to unit sd before fitting.
+    V0, C : callables, optional
+        As in :func:`pyopnb.OPNB`.
+    correct : bool
+        Optimise the paper's objective rather than R's (priors once).
+    threads : int, optional
+        Threads for the projection columns.
+
+    Attributes
+    ----------
+    model_ : OPNBModel
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str (when fitted on a DataFrame with string column names)
+    """
+
+    def __init__(self, ndim: Optional[int] = None, lam: float = 1e-3, nbin: Optional[int] = 1000,
+                 scale: bool = True, V0: Optional[Callable] = None, C: Optional[Callable] = None,
+                 correct: bool = False, threads: Optional[int] = None):
+        self.ndim = ndim
+        self.lam = lam
+        self.nbin = nbin
+        self.scale = scale
+        self.V0 = V0
+        self.C = C
+        self.correct = correct
+        self.threads = threads
+
+    def fit(self, X: Any, y: Any) -> "OPNBClassifier":
+        """Fit the projection and the class densities."""
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(f"OPNBClassifier needs at least two classes; y has 1 class: {self.classes_[0]!r}")
+        ndim = self.ndim
+        if ndim is not None and ndim > X.shape[1]:
+            raise ValueError(f"ndim = {ndim} exceeds n_features = {X.shape[1]} of X")
+        # codes 0..K-1 keep the model's class order that of classes_
+        self.model_: OPNBModel = OPNB(X, codes, ndim=ndim, lam=self.lam, V0=self.V0, scale=self.scale,
+                                      nbin=self.nbin, C=self.C, correct=self.correct, threads=self.threads)
+        return self
+
+    def _predict_log(self, X: Any) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return predict(self.model_, X, log=True)["log_posterior"]
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Log posterior class probabilities, columns in ``classes_`` order."""
+        return self._predict_log(X)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Posterior class probabilities, columns in ``classes_`` order."""
+        return np.exp(self._predict_log(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The class of largest posterior (the first on ties)."""
+        logp = self._predict_log(X)
+        return self.classes_[np.argmax(logp, axis=1)]
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Projections ``(X - mu) @ V`` on the fitted columns."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.model_.mu) @ self.model_.V
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = False
+        return tags

@@ -1,0 +1,57 @@
+"""OPNBClassifier in the scikit-learn world."""
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from pyopnb.datasets import load_pima
+from pyopnb.estimator import OPNBClassifier
+
+
+@parametrize_with_checks([OPNBClassifier(nbin=50), OPNBClassifier(nbin=None, ndim=2)])
+def test_sklearn_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def pima():
+    return load_pima()
+
+
+def test_pipeline_and_grid_search(pima):
+    pipe = make_pipeline(StandardScaler(), OPNBClassifier(ndim=3, nbin=200))
+    gs = GridSearchCV(pipe, {"opnbclassifier__lam": [1e-3, 1e-2]}, cv=3)
+    gs.fit(pima.X_train, pima.y_train)
+    assert gs.best_params_["opnbclassifier__lam"] in (1e-3, 1e-2)
+    acc = gs.score(pima.X_test, pima.y_test)
+    assert 0.7 < acc <= 1.0
+
+
+def test_dataframe_and_label_kinds(pima):
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    df = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    base = OPNBClassifier(ndim=2, nbin=None).fit(df, pima.y_train)
+    assert list(base.feature_names_in_) == list(pima.feature_names)
+    assert base.n_features_in_ == 7
+    assert list(base.classes_) == ["No", "Yes"]
+    proba = base.predict_proba(pd.DataFrame(pima.X_test, columns=list(pima.feature_names)))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    labels = {
+        "int": (pima.y_train == "Yes").astype(int),
+        "bool": pima.y_train == "Yes",
+        "categorical": pd.Categorical(pima.y_train, categories=["No", "Yes"]),
+    }
+    for kind, y in labels.items():
+        clf = OPNBClassifier(ndim=2, nbin=None).fit(df, y)
+        np.testing.assert_allclose(clf.predict_proba(df), base.predict_proba(df), rtol=1e-10, atol=1e-12, err_msg=kind)
+        assert set(np.unique(clf.predict(df))) <= set(np.unique(np.asarray(y)))
+
+
+def test_transform_is_the_projection(pima):
+    clf = OPNBClassifier(ndim=3, nbin=None).fit(pima.X_train, pima.y_train)
+    Z = clf.transform(pima.X_test)
+    np.testing.assert_allclose(Z, (pima.X_test - clf.model_.mu) @ clf.model_.V, rtol=1e-12)
+    assert Z.shape == (pima.X_test.shape[0], 3)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(pima.X_test)), clf.predict_proba(pima.X_test), rtol=1e-12)
