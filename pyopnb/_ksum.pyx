@@ -910,10 +910,9 @@ cdef class _Work:
     cdef object y
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, int mode,
-                  bint at_anchor, Py_ssize_t nbin, double eps, int num_threads):
+                  bint at_anchor, Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads):
         cdef Py_ssize_t n = y.shape[0], i
         cdef int k, j, ng = 0, rmax = 0, tid
-        cdef double beta[2]
         self.y = y
         self.nthr = max(1, min(num_threads, ndim))
         self.gof = <int*> malloc(K * sizeof(int))
@@ -958,9 +957,9 @@ cdef class _Work:
         self.P.at_anchor = at_anchor
         self.P.nbin = nbin
         self.P.eps = eps
-        beta[0] = 0.25
-        beta[1] = 0.25
-        _make_kernel(beta, 2, &self.P.ker)
+        if beta.shape[0] < 1 or beta.shape[0] > MAX_ORDER + 1:
+            raise ValueError("beta must have 1 to %d entries" % (MAX_ORDER + 1))
+        _make_kernel(&beta[0], beta.shape[0], &self.P.ker)
         for tid in range(self.nthr):
             if _column_alloc(&self.cols[tid], n, nbin, rmax, self.P.ker.a + 1):
                 raise MemoryError("not enough memory for the kernel-sum tables")
@@ -975,10 +974,11 @@ cdef class _Work:
 
 
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
-                  int mode, bint at_anchor, Py_ssize_t nbin, double eps, int num_threads):
-    """logf[i, k] = sum_t log f_kt(z_it), default kernel; Zt is [ndim, n]."""
+                  int mode, bint at_anchor, Py_ssize_t nbin, double eps, const double[::1] beta,
+                  int num_threads):
+    """logf[i, k] = sum_t log f_kt(z_it); Zt is [ndim, n]."""
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t
-    cdef _Work wk = _Work(ndim, y, K, h, mode, at_anchor, nbin, eps, num_threads)
+    cdef _Work wk = _Work(ndim, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads)
     cdef const Problem* P = &wk.P
     cdef Column* cols = wk.cols
     cdef int nthr = wk.nthr
@@ -998,10 +998,10 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                          int mode, bint at_anchor, Py_ssize_t nbin, double eps,
-                         double[:, ::1] post, int num_threads):
+                         double[:, ::1] post, const double[::1] beta, int num_threads):
     """n * d l / d Z, as [ndim, n], given the class posteriors [n, K]."""
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t
-    cdef _Work wk = _Work(ndim, y, K, h, mode, at_anchor, nbin, eps, num_threads)
+    cdef _Work wk = _Work(ndim, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads)
     cdef const Problem* P = &wk.P
     cdef Column* cols = wk.cols
     cdef int nthr = wk.nthr

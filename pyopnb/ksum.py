@@ -12,9 +12,14 @@ import numpy as np
 from . import _ksum
 from ._validation import as_float_vector, as_positive_scalar
 
-__all__ = ["fk_sum", "kernel_integral"]
+__all__ = ["fk_sum", "kernel_integral", "DEFAULT_BETA"]
 
 KsumType = Literal["ksum", "dksum", "both"]
+
+# FKSUM's default kernel (1 + |u|) exp(-|u|) / 4, the one OPNB uses: the one
+# place this constant lives
+DEFAULT_BETA = np.array([0.25, 0.25])
+DEFAULT_BETA.setflags(write=False)
 
 # FKSUM widens its binning grid by this much on each side (in x's units).
 _BIN_MARGIN = 1e-5
@@ -33,7 +38,7 @@ def _as_beta(beta: Any) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def kernel_integral(beta: Sequence[float] = (0.25, 0.25)) -> float:
+def kernel_integral(beta: Sequence[float] = DEFAULT_BETA) -> float:
     """Integral of the kernel over the real line: ``2 * sum_k beta_k k!``."""
     b = _as_beta(beta)
     fact = np.cumprod(np.r_[1.0, np.arange(1, b.size)])
@@ -59,7 +64,7 @@ def fk_sum(
     omega: Any,
     h: float,
     x_eval: Any = None,
-    beta: Any = (0.25, 0.25),
+    beta: Any = DEFAULT_BETA,
     nbin: Optional[int] = None,
     type: KsumType = "ksum",
 ) -> np.ndarray:

@@ -16,6 +16,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from . import _ksum
+from .ksum import DEFAULT_BETA as _DEFAULT_BETA
 from .objective import check_problem, default_threads, objective_and_gradient
 
 __all__ = ["OPNBModel", "OPNB", "predict", "factor"]
@@ -24,7 +25,6 @@ __all__ = ["OPNBModel", "OPNB", "predict", "factor"]
 _SD_ZERO = 1e-20
 _LBFGS = dict(maxcor=5, maxiter=100, ftol=1e7 * np.finfo(float).eps, gtol=0.0)
 _MACHINE_EPS = np.finfo(float).eps
-_DEFAULT_BETA = np.array([0.25, 0.25])
 
 
 # ---------------------------------------------------------------------------
@@ -119,6 +119,11 @@ class OPNBModel:
     lam: float
     fval: float
     feature_names: Optional[Tuple[str, ...]] = field(default=None, compare=False)
+    convergence: int = field(default=0, compare=False)
+
+    # not R's fields: column names seen at fit time, and optim's convergence
+    # code (0 converged, 1 iteration limit, 52 line search failed)
+    _EXTRA = ("feature_names", "convergence")
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
@@ -127,7 +132,7 @@ class OPNBModel:
 
     def keys(self) -> Tuple[str, ...]:
         """R's field names."""
-        return tuple(f.name for f in fields(self) if f.name != "feature_names")
+        return tuple(f.name for f in fields(self) if f.name not in self._EXTRA)
 
     @property
     def ndim(self) -> int:
@@ -178,21 +183,27 @@ def _check_X(X: Any, name: str, d: Optional[int] = None) -> np.ndarray:
 # fitting
 # ---------------------------------------------------------------------------
 
+def _sequential_sum(A: np.ndarray) -> np.ndarray:
+    """Column sums added left to right, as R's C loops do (numpy's sum is pairwise)."""
+    return np.cumsum(A, axis=0)[-1]
+
+
 def r_colmeans(X: np.ndarray) -> np.ndarray:
-    """R's colMeans: sums accumulated in long double."""
-    return (X.astype(np.longdouble).sum(axis=0) / X.shape[0]).astype(np.float64)
+    """R's colMeans: a sequential long-double sum, divided by n."""
+    return (_sequential_sum(X.astype(np.longdouble)) / X.shape[0]).astype(np.float64)
 
 
 def r_sd(X: np.ndarray) -> np.ndarray:
-    """R's sd per column: a refined long-double mean, then long-double sums of
-    squared deviations over n - 1. Matching R to the last bit matters: the
-    binned objective is piecewise, and an ulp can move a point across a bin."""
+    """R's sd per column: a refined long-double mean, then a long-double sum of
+    squared deviations over n - 1, all summed left to right. Matching R to
+    the bit matters: the start's eigenvector signs, and so R's binned fits,
+    can change with an ulp of the scaled data."""
     n = X.shape[0]
     XL = X.astype(np.longdouble)
-    m = XL.sum(axis=0) / n
-    m = (m + (XL - m).sum(axis=0) / n).astype(np.float64)
-    dev = X - m
-    return np.sqrt(((dev * dev).astype(np.longdouble).sum(axis=0) / (n - 1)).astype(np.float64))
+    m = _sequential_sum(XL) / n
+    m = m + _sequential_sum(XL - m) / n
+    dev = XL - m
+    return np.sqrt((_sequential_sum(dev * dev) / (n - 1)).astype(np.float64))
 
 
 def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
@@ -386,13 +397,14 @@ def OPNB(
             callback(iteration[0], float(F), float(np.linalg.norm(G)))
 
     try:
-        res = minimize(obj, V.ravel(order="F"), jac=True, method="L-BFGS-B", options=_LBFGS,
-                       callback=_cb)
+        res = minimize(obj, V.ravel(order="F"), jac=True, method="L-BFGS-B", options=_LBFGS, callback=_cb)
+        convergence = 0 if res.success else (1 if res.nit >= _LBFGS["maxiter"] else 52)
         Vopt = obj.unflat(res.x)
     except FloatingPointError as exc:
         warnings.warn(f"optimisation failed ({exc}); returning the initial projection", RuntimeWarning,
                       stacklevel=2)
         Vopt = V
+        convergence = 52
     fval = obj.value(Vopt)
 
     order = _greedy_order(Vopt, Xs, y0, PI, nbin_v, compat, thr)
@@ -403,7 +415,7 @@ def OPNB(
     h = np.outer(np.ones(K), 1.0 / norms)
     Vout = (Vopt / norms) * scales[:, None]
     return OPNBModel(V=Vout, X=Xa, y=y1, PI=PI, h=h, nc=K, mu=mu, scales=scales, ynames=levels,
-                     lam=lam_v, fval=float(fval), feature_names=_column_names(X))
+                     lam=lam_v, fval=float(fval), feature_names=_column_names(X), convergence=convergence)
 
 
 # ---------------------------------------------------------------------------

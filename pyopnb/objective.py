@@ -31,6 +31,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from . import _ksum
+from .ksum import DEFAULT_BETA
 
 __all__ = ["f_NB_exact", "df_NB_exact", "f_NB_cpp", "df_NB_cpp", "objective_and_gradient", "Compat"]
 
@@ -127,7 +128,7 @@ def _check_nbin(nbin: Any) -> int:
 
 def _log_densities(Z: np.ndarray, p: Problem, mode: int, at_anchor: bool, nbin: int, threads: int) -> np.ndarray:
     Zt = np.ascontiguousarray(Z.T)
-    return _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, at_anchor, nbin, _GRID_EPS, threads)
+    return _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, at_anchor, nbin, _GRID_EPS, DEFAULT_BETA, threads)
 
 
 def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray) -> Tuple[float, np.ndarray]:
@@ -185,7 +186,7 @@ def objective_and_gradient(
         _, logpost = _loglik(glogf, p.y0, logprior)
     dZt = _ksum.log_density_gradient(
         np.ascontiguousarray(Z.T), p.y0, p.K, p.h, gmode, g_at_anchor, nb, _GRID_EPS,
-        np.ascontiguousarray(np.exp(logpost)), thr,
+        np.ascontiguousarray(np.exp(logpost)), DEFAULT_BETA, thr,
     )
     grad = (p.X.T @ dZt.T) / p.X.shape[0]
     return value, grad
