@@ -1,15 +1,18 @@
 """Moving OPNB models between R and Python: RDS files, without R."""
 from __future__ import annotations
 
+import json
 import os
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Iterator, Union
 
 import numpy as np
 
 from .model import OPNBModel
 
-__all__ = ["read_rds", "model_from_fields"]
+__all__ = ["read_rds", "write_rds", "read_json", "write_json", "read_model", "write_model", "model_from_fields"]
 
 _FIELDS = ("V", "X", "y", "PI", "h", "nc", "mu", "scales", "ynames", "lam", "fval")
 
@@ -128,3 +131,128 @@ def _r_class(obj: Any) -> list:
             return [c.value.decode() for c in attrs.value[0].value if c.value is not None]
         attrs = attrs.value[1] if len(attrs.value) > 1 else None
     return []
+
+
+# ---------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------
+
+@contextmanager
+def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
+    """A temporary path beside ``path``, moved onto it only if the block succeeds:
+    a failed write leaves no partial file (and an existing file untouched)."""
+    target = Path(path)
+    if target.parent and not target.parent.exists():
+        raise ValueError(f"{target}: the folder {target.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _opnb_r_object(model: OPNBModel, converter: Any) -> Any:
+    """The R list R's OPNB() returns, with class "OPNB", for rdata's writer."""
+    from rdata.parser import RObjectType
+    from rdata.conversion.to_r import build_r_object
+
+    def named(values: np.ndarray, names) -> Any:
+        obj = converter.convert_to_r_object(np.asarray(values, dtype=np.float64))
+        if names is None:
+            return obj
+        attrs = converter.convert_to_r_attributes({"names": np.asarray(names, dtype=object)})
+        return build_r_object(RObjectType.REAL, value=obj.value, attributes=attrs)
+
+    def matrix(values: np.ndarray, colnames=None) -> Any:
+        a = np.asarray(values, dtype=np.float64)
+        attrs = {"dim": np.array(a.shape, dtype=np.int32)}
+        if colnames is not None:
+            attrs["dimnames"] = [None, np.asarray(colnames, dtype=object)]
+        return build_r_object(RObjectType.REAL, value=a.ravel(order="F"),
+                              attributes=converter.convert_to_r_attributes(attrs))
+
+    names = model.feature_names
+    values = [
+        matrix(model.V),
+        matrix(model.X, names),
+        converter.convert_to_r_object(np.asarray(model.y, dtype=np.float64)),
+        converter.convert_to_r_object(np.asarray(model.PI, dtype=np.float64)),
+        matrix(model.h),
+        converter.convert_to_r_object(np.array([float(model.nc)])),
+        named(model.mu, names),
+        named(model.scales, names),
+        converter.convert_to_r_object(np.asarray([str(v) for v in model.ynames], dtype=object)),
+        converter.convert_to_r_object(np.array([float(model.lam)])),
+        converter.convert_to_r_object(np.array([float(model.fval)])),
+    ]
+    attrs = converter.convert_to_r_attributes({"names": np.asarray(_FIELDS, dtype=object), "class": "OPNB"})
+    return build_r_object(RObjectType.VEC, value=values, is_object=True, attributes=attrs)
+
+
+def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
+    """Save a model as R's saveRDS would, for R's readRDS and predict.OPNB (R not needed)."""
+    import rdata
+
+    from .model import _check_model
+
+    model = _check_model(model)
+    _check_consistent(model)
+    with atomic_path(path) as tmp:
+        rdata.write_rds(tmp, model, constructor_dict={OPNBModel: _opnb_r_object})
+
+
+def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
+    """Save a model as JSON: R's fields (matrices as lists of rows) and the feature names."""
+    from .model import _check_model
+
+    model = _check_model(model)
+    _check_consistent(model)
+    doc = {"format": "pyopnb-model", "version": 1,
+           "feature_names": list(model.feature_names) if model.feature_names else None}
+    for k in _FIELDS:
+        v = getattr(model, k)
+        doc[k] = [str(s) for s in v] if k == "ynames" else (np.asarray(v).tolist() if np.ndim(v) else v)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(doc))
+
+
+def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
+    """Read a model written by :func:`write_json`."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{p}: no such file") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{p}: not a JSON model file ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != "pyopnb-model":
+        raise ValueError(f"{p}: not a pyopnb model (JSON without format 'pyopnb-model')")
+    fields = {k: doc[k] for k in _FIELDS if k in doc}
+    fields["ynames"] = np.asarray(doc.get("ynames", []), dtype=object)
+    model = model_from_fields(fields)
+    if doc.get("feature_names"):
+        model.feature_names = tuple(doc["feature_names"])
+    return model
+
+
+def read_model(path: Union[str, os.PathLike]) -> OPNBModel:
+    """Read a model from .rds (R) or .json (pyopnb), by the file's suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        return read_json(path)
+    if suffix == ".rds":
+        return read_rds(path)
+    raise ValueError(f"{path}: model files are .rds or .json")
+
+
+def write_model(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
+    """Write a model to .rds (for R) or .json, by the file's suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        return write_json(model, path)
+    if suffix == ".rds":
+        return write_rds(model, path)
+    raise ValueError(f"{path}: model files are .rds or .json")

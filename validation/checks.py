@@ -361,6 +361,53 @@ def _check_optim():
             compare("R's optim vs pyopnb's fit: V", BASE_R, V_py[:, order], V_r, 0, 1e-6)]
 
 
+def _python_model():
+    from pyopnb.datasets import load_pima
+    import pandas as pd
+
+    d = load_pima()
+    return OPNB(pd.DataFrame(d.X_train, columns=list(d.feature_names)), d.y_train, ndim=3), d
+
+
+@check("base/R reads pyopnb's RDS files", BASE_R, r_packages=())
+def _check_rds_in_R():
+    import tempfile
+    from pathlib import Path
+
+    from pyopnb.rio import write_rds
+
+    m, _ = _python_model()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = (Path(tmp) / "m.rds").as_posix()
+        write_rds(m, path)
+        rbridge.r(f"m__ <- readRDS('{path}')")
+        out = [identical("class", BASE_R, list(rbridge.strings("class(m__)")), ["OPNB"]),
+               identical("field names", BASE_R, list(rbridge.strings("names(m__)")), list(m.keys())),
+               identical("column names (names(mu), colnames(X))", BASE_R,
+                         list(rbridge.strings("names(m__$mu)")) + list(rbridge.strings("colnames(m__$X)")),
+                         list(m.feature_names) * 2),
+               identical("ynames", BASE_R, list(rbridge.strings("as.character(m__$ynames)")), list(m.ynames))]
+        for k in ("V", "X", "y", "PI", "h", "nc", "mu", "scales", "lam", "fval"):
+            # compared in R: all.equal-style, the difference computed by R itself
+            rbridge.assign("py__", np.atleast_1d(np.asarray(getattr(m, k), dtype=float)))
+            diff = float(np.asarray(rbridge.r(f"max(abs(as.vector(m__${k}) - as.vector(py__)))")).ravel()[0])
+            out.append(compare(f"{k}, in R", BASE_R, diff, 0.0, 0, 0, "R's value minus Python's, bit for bit"))
+    return out
+
+
+@check("base/to_r and from_r", BASE_R, r_packages=())
+def _check_to_from_r():
+    from pyopnb.rinterop import from_r, to_r
+
+    m, d = _python_model()
+    robj = to_r(m)
+    back = from_r(robj)
+    return [compare(f"{k} after to_r / from_r", BASE_R, np.asarray(back[k], dtype=float), np.asarray(m[k], dtype=float),
+                    0, 0) for k in ("V", "X", "h", "mu", "scales", "PI", "fval")] + [
+        compare("predictions after to_r / from_r", BASE_R, predict(back, d.X_test)["posterior"],
+                predict(m, d.X_test)["posterior"], 0, 0)]
+
+
 # ---------------------------------------------------------------------------
 # live: R's FKSUM and OPNB
 # ---------------------------------------------------------------------------
@@ -571,6 +618,32 @@ def _live_models():
         p = predict(read_rds(path), Xte)
         out.append(compare(f"{key}.rds posterior", LIVE, p["posterior"], post_r, 0, POSTERIOR_ABS))
     return out
+
+
+@check("live/R's predict.OPNB on pyopnb's models", LIVE, r_packages=("OPNB",))
+def _live_predict_python_model():
+    import tempfile
+    from pathlib import Path
+
+    from pyopnb.rinterop import to_r
+    from pyopnb.rio import write_rds
+
+    rbridge.load_packages("OPNB")
+    m, d = _python_model()
+    rbridge.assign("Xte__", d.X_test)
+    ours = predict(m, d.X_test)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = (Path(tmp) / "m.rds").as_posix()
+        write_rds(m, path)
+        post_r = np.asarray(rbridge.r(f"predict(readRDS('{path}'), Xte__)$posterior"))
+        cls_r = list(rbridge.strings(f"as.character(predict(readRDS('{path}'), Xte__)$class)"))
+    import rpy2.robjects as ro
+
+    ro.globalenv["mr__"] = to_r(m)
+    post_r2 = np.asarray(rbridge.r("predict(mr__, Xte__)$posterior"))
+    return [compare("write_rds -> readRDS -> predict.OPNB posterior", LIVE, ours["posterior"], post_r, 0, POSTERIOR_ABS),
+            identical("write_rds -> readRDS -> predict.OPNB class", LIVE, list(ours["class"]), cls_r),
+            compare("to_r -> predict.OPNB posterior", LIVE, ours["posterior"], post_r2, 0, POSTERIOR_ABS)]
 
 
 _register_recorded()

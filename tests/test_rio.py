@@ -1,0 +1,99 @@
+"""Model files: RDS and JSON round trips, bad files, nothing written on failure."""
+import gzip
+
+import numpy as np
+import pytest
+
+from pyopnb import OPNB, predict, read_rds, write_rds
+from pyopnb.datasets import load_pima
+from pyopnb.rio import read_json, read_model, write_json, write_model
+
+
+@pytest.fixture(scope="module")
+def pima():
+    return load_pima()
+
+
+@pytest.fixture(scope="module")
+def model(pima):
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    return OPNB(pd.DataFrame(pima.X_train, columns=list(pima.feature_names)), pima.y_train, ndim=3)
+
+
+@pytest.mark.parametrize("suffix", [".rds", ".json"])
+def test_round_trip_predicts_identically(model, pima, tmp_path, suffix):
+    path = tmp_path / f"m{suffix}"
+    write_model(model, path)
+    back = read_model(path)
+    for k in model.keys():
+        a, b = model[k], back[k]
+        if k == "ynames":
+            assert [str(v) for v in a] == [str(v) for v in b]
+        else:
+            np.testing.assert_array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), err_msg=k)
+    assert back.feature_names == pima.feature_names
+    np.testing.assert_array_equal(predict(back, pima.X_test)["posterior"], predict(model, pima.X_test)["posterior"])
+
+
+def _write_r_list(path, fields, cls):
+    """An RDS file holding an R list with the given fields and class (no R needed)."""
+    import rdata
+    from rdata.conversion.to_r import build_r_object
+    from rdata.parser import RObjectType
+
+    class Holder:
+        pass
+
+    def ctor(_, conv):
+        vals = [conv.convert_to_r_object(np.atleast_1d(np.asarray(v, dtype=float))) for v in fields.values()]
+        attrs = {"names": np.asarray(list(fields), dtype=object)}
+        if cls:
+            attrs["class"] = cls
+        return build_r_object(RObjectType.VEC, value=vals, is_object=bool(cls), attributes=conv.convert_to_r_attributes(attrs))
+
+    rdata.write_rds(path, Holder(), constructor_dict={Holder: ctor})
+
+
+def test_bad_files(model, tmp_path):
+    not_rds = tmp_path / "a.rds"
+    not_rds.write_text("hello")
+    with pytest.raises(ValueError, match="not a readable RDS file"):
+        read_rds(not_rds)
+    good = tmp_path / "good.rds"
+    write_rds(model, good)
+    truncated = tmp_path / "t.rds"
+    raw = gzip.decompress(good.read_bytes())
+    truncated.write_bytes(gzip.compress(raw[: len(raw) // 2]))
+    with pytest.raises(ValueError, match="not a readable RDS file"):
+        read_rds(truncated)
+    other = tmp_path / "lm.rds"
+    _write_r_list(other, {"coefficients": [1.0, 2.0]}, "lm")
+    with pytest.raises(ValueError, match=r"of class \['lm'\], not 'OPNB'"):
+        read_rds(other)
+    missing = tmp_path / "missing.rds"
+    _write_r_list(missing, {"V": [1.0], "X": [1.0]}, "OPNB")
+    with pytest.raises(ValueError, match=r"fields \['y', 'PI', 'h'"):
+        read_rds(missing)
+    with pytest.raises(ValueError, match="no such file"):
+        read_rds(tmp_path / "nope.rds")
+    bad_json = tmp_path / "m.json"
+    bad_json.write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match="not a pyopnb model"):
+        read_json(bad_json)
+    with pytest.raises(ValueError, match="model files are .rds or .json"):
+        read_model(tmp_path / "m.txt")
+
+
+def test_nothing_written_on_failure(model, tmp_path):
+    target = tmp_path / "out.rds"
+    broken = type(model)(**{**{k: model[k] for k in model.keys()}, "h": model.h[:, :2]})
+    with pytest.raises(ValueError, match="inconsistent OPNB model"):
+        write_rds(broken, target)
+    assert list(tmp_path.iterdir()) == []
+    target.write_text("keep me")
+    with pytest.raises(ValueError, match="inconsistent OPNB model"):
+        write_rds(broken, target)
+    assert target.read_text() == "keep me"  # an existing file is left as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.rds"]
+    with pytest.raises(ValueError, match="does not exist"):
+        write_rds(model, tmp_path / "no" / "such" / "dir.rds")
