@@ -284,52 +284,88 @@ cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
 
 
 cdef int _recurse(const double* anchors, Py_ssize_t G, int r, double h, int a,
-                  const double* binom, const double* Ldep, double* Lincl,
+                  const double* binom, const double* Ldep, int dep_a1, double* Lincl,
                   double* R, bint on_anchor) noexcept nogil:
     """The recursion. Forward: Lincl[g] = shift(Lincl[g-1]) + Ldep[g].
-    Backward, in place: R[g] += shift(R[g+1] (+ Ldep[g+1] if on_anchor)).
+    Backward: R[g] += shift(R[g+1]) (R holds the right deposits), or, with
+    on_anchor, R[g] = shift(R[g+1] + Ldep[g+1]).
 
-    on_anchor: every sample sits on an anchor and Ldep holds only those
-    weights, so a point's right-table entry is its own weight shifted one gap
-    left (R then starts at zero). Each gap's decay is computed once.
+    Ldep[g, c, k] is Ldep[(g r + c) dep_a1 + k], and 0 for k >= dep_a1: with
+    dep_a1 = 1 it is just the weights sitting on the anchors (order 0).
+    on_anchor: every sample sits on an anchor, so a point's right-table entry
+    is its own weight shifted one gap left, and R needs no deposits (nor
+    zeroing). Each gap's decay is computed once; the two passes then run side
+    by side (one thread each, outside a parallel region).
     Returns -1 when out of memory.
     """
+    cdef Py_ssize_t g
+    cdef int part
+    cdef int a1 = a + 1
+    cdef double* T
+    if G == 0:
+        return 0
+    T = <double*> malloc(G * a1 * sizeof(double))
+    if T == NULL:
+        return -1
+    for g in prange(1, G, num_threads=2, schedule="static"):
+        _decay((anchors[g] - anchors[g - 1]) / h, a, &T[g * a1])
+    for part in prange(2, num_threads=2, schedule="static"):
+        if part == 0:
+            _forward(G, r, a, binom, T, Ldep, dep_a1, Lincl)
+        else:
+            _backward(G, r, a, binom, T, Ldep, dep_a1, R, on_anchor)
+    free(T)
+    return 0
+
+
+cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int c, int k) noexcept nogil:
+    return dep[(g * r + c) * dep_a1 + k] if k < dep_a1 else 0.0
+
+
+cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double* T,
+                   const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
+    cdef Py_ssize_t g
+    cdef int c, k
+    cdef int a1 = a + 1
+    cdef Py_ssize_t row = r * a1
+    cdef double buf[64]
+    for c in range(r):
+        for k in range(a1):
+            Lincl[c * a1 + k] = _dep(Ldep, dep_a1, 0, r, c, k)
+    for g in range(1, G):
+        for c in range(r):
+            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, &T[g * a1], binom)
+            for k in range(a1):
+                Lincl[g * row + c * a1 + k] = buf[k] + _dep(Ldep, dep_a1, g, r, c, k)
+
+
+cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const double* T,
+                    const double* Ldep, int dep_a1, double* R, bint on_anchor) noexcept nogil:
     cdef Py_ssize_t g
     cdef int c, k
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
     cdef double inc[64]
-    cdef double* T
     cdef const double* t
-    if G == 0:
-        return 0
-    T = <double*> malloc(G * a1 * sizeof(double))
-    if T == NULL:
-        return -1
-    for k in range(row):
-        Lincl[k] = Ldep[k]
-    for g in range(1, G):
-        _decay((anchors[g] - anchors[g - 1]) / h, a, &T[g * a1])
-        for c in range(r):
-            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, &T[g * a1], binom)
-            for k in range(a1):
-                Lincl[g * row + c * a1 + k] = buf[k] + Ldep[g * row + c * a1 + k]
+    if on_anchor:
+        for k in range(row):
+            R[(G - 1) * row + k] = 0.0
     g = G - 2
     while g >= 0:
         t = &T[(g + 1) * a1]
         for c in range(r):
             if on_anchor:
                 for k in range(a1):
-                    inc[k] = R[(g + 1) * row + c * a1 + k] + Ldep[(g + 1) * row + c * a1 + k]
+                    inc[k] = R[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
                 _shift(inc, buf, a, t, binom)
+                for k in range(a1):
+                    R[g * row + c * a1 + k] = buf[k]
             else:
                 _shift(&R[(g + 1) * row + c * a1], buf, a, t, binom)
-            for k in range(a1):
-                R[g * row + c * a1 + k] += buf[k]
+                for k in range(a1):
+                    R[g * row + c * a1 + k] += buf[k]
         g -= 1
-    free(T)
-    return 0
 
 
 cdef inline void _powers(double d, int a, double* t) noexcept nogil:
@@ -353,7 +389,7 @@ cdef inline double _logaddexp(double u, double v) noexcept nogil:
 cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                     const Py_ssize_t* outrow,
                     const double* anchors, Py_ssize_t G, int r, double h, const Kernel* ker,
-                    const double* Ldep, const double* Lincl, const double* Rexcl,
+                    const double* Ldep, int dep_a1, const double* Lincl, const double* Rexcl,
                     double* S, double* D, bint logS) noexcept nogil:
     """S[row, c] = ksum and D[row, c] = dksum at e[j], row = outrow[j] (j if NULL).
 
@@ -408,7 +444,7 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
             elif hasR:
                 # points >= anchor g+1: its exclusive table plus what sits on it
                 for k in range(a1):
-                    inc[k] = Rexcl[(g + 1) * row + c * a1 + k] + Ldep[(g + 1) * row + c * a1 + k]
+                    inc[k] = Rexcl[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
                 _shift(inc, Rv, a, tr, ker.binom)
             else:
                 for k in range(a1):
@@ -439,8 +475,9 @@ cdef struct Tables:
     double* R
 
 
-cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1) noexcept nogil:
-    tb.Ldep = <double*> malloc(G * r * a1 * sizeof(double))
+cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint deposits=True) noexcept nogil:
+    # deposit tables only for points between anchors (weights on anchors need none)
+    tb.Ldep = <double*> malloc(G * r * a1 * sizeof(double)) if deposits else <double*> malloc(8)
     tb.Lincl = <double*> malloc(G * r * a1 * sizeof(double))
     tb.R = <double*> malloc(G * r * a1 * sizeof(double))
     if tb.Ldep == NULL or tb.Lincl == NULL or tb.R == NULL:
@@ -457,19 +494,29 @@ cdef int _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa,
                           double h, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                           const Py_ssize_t* outrow, double* S, double* D, bint logS) noexcept nogil:
-    """Sums of weights Wa [G, r] sitting on the anchors, at m evaluation points."""
-    cdef int a1 = ker.a + 1
-    cdef Py_ssize_t g
-    cdef int c
-    memset(tb.Ldep, 0, G * r * a1 * sizeof(double))
-    memset(tb.R, 0, G * r * a1 * sizeof(double))
-    for g in range(G):
-        for c in range(r):
-            tb.Ldep[(g * r + c) * a1] = Wa[g * r + c]
-    if _recurse(anchors, G, r, h, ker.a, ker.binom, tb.Ldep, tb.Lincl, tb.R, True):
+    """Sums of weights Wa [G, r] sitting on the anchors, at m evaluation points.
+    (The weights serve as the left deposits directly: no table to fill.)"""
+    if _recurse(anchors, G, r, h, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, True):
         return -1
-    _evaluate(e, lo, m, outrow, anchors, G, r, h, ker, tb.Ldep, tb.Lincl, tb.R, S, D, logS)
+    _evaluate_chunks(e, lo, m, outrow, anchors, G, r, h, ker, Wa, 1, tb, S, D, logS)
     return 0
+
+
+cdef void _evaluate_chunks(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
+                           const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
+                           double h, const Kernel* ker, const double* dep, int dep_a1, const Tables* tb,
+                           double* S, double* D, bint logS) noexcept nogil:
+    """_evaluate over chunks of points on two threads (one inside a parallel region)."""
+    cdef Py_ssize_t chunk = 32768, nch = (m + chunk - 1) // chunk, c0, s0, len0
+    for c0 in prange(nch, num_threads=2, schedule="static"):
+        s0 = c0 * chunk
+        len0 = min(chunk, m - s0)
+        if outrow != NULL:
+            _evaluate(e + s0, lo + s0, len0, outrow + s0, anchors, G, r, h, ker, dep, dep_a1, tb.Lincl, tb.R,
+                      S, D, logS)
+        else:
+            _evaluate(e + s0, lo + s0, len0, NULL, anchors, G, r, h, ker, dep, dep_a1, tb.Lincl, tb.R,
+                      S + s0 * r if S != NULL else NULL, D + s0 * r if D != NULL else NULL, logS)
 
 
 cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) noexcept nogil:
@@ -517,19 +564,17 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef double* es = <double*> malloc(m * sizeof(double))
     cdef Py_ssize_t* lo = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
     with nogil:
-        if (_tables_alloc(&tb, n, r, a1) or order == NULL or anchors == NULL or Wa == NULL
+        if (_tables_alloc(&tb, n, r, a1, False) or order == NULL or anchors == NULL or Wa == NULL
                 or eorder == NULL or es == NULL or lo == NULL or _argsort(&x[0], n, order)):
             bad = 1
         else:
-            for q in range(n):
+            for q in prange(n, num_threads=2, schedule="static"):
                 anchors[q] = x[order[q]]
                 for j in range(r):
                     Wa[q * r + j] = W[order[q], j]
             if at_x:
                 # in sorted order; a point's anchor is its tie group's last
                 _last_of_ties(anchors, n, lo)
-                memcpy(es, anchors, n * sizeof(double))
-                memcpy(eorder, order, n * sizeof(Py_ssize_t))
             elif _argsort(&ev[0], m, eorder):
                 bad = 1
             else:
@@ -540,8 +585,8 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                     while q + 1 < n and anchors[q + 1] <= es[j]:
                         q += 1
                     lo[j] = q
-            if not bad and _sums_on_anchors(anchors, n, Wa, r, h, &ker, &tb, es, lo, m,
-                                            eorder, Sp, Dp, log_S):
+            if not bad and _sums_on_anchors(anchors, n, Wa, r, h, &ker, &tb, anchors if at_x else es, lo, m,
+                                            order if at_x else eorder, Sp, Dp, log_S):
                 bad = 1
     _tables_free(&tb)
     free(order); free(anchors); free(Wa); free(eorder); free(es); free(lo)
@@ -578,7 +623,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     cdef Tables tb
     cdef Py_ssize_t* lo = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
     with nogil:
-        if _tables_alloc(&tb, G, r, ker.a + 1) or lo == NULL:
+        if _tables_alloc(&tb, G, r, ker.a + 1, False) or lo == NULL:
             bad = 1
         else:
             for j in range(m):
@@ -854,11 +899,11 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col,
             memset(col.tb.Ldep, 0, G * r * (P.ker.a + 1) * sizeof(double))
             memset(col.tb.R, 0, G * r * (P.ker.a + 1) * sizeof(double))
             _deposit(z, Wpts, n, r, col.lo, col.anchors, G, h, P.ker.a, col.tb.Ldep, col.tb.R)
-            if _recurse(col.anchors, G, r, h, P.ker.a, P.ker.binom, col.tb.Ldep, col.tb.Lincl,
-                        col.tb.R, False):
+            if _recurse(col.anchors, G, r, h, P.ker.a, P.ker.binom, col.tb.Ldep, P.ker.a + 1,
+                        col.tb.Lincl, col.tb.R, False):
                 return -1
             _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, r, h, &P.ker,
-                      col.tb.Ldep, col.tb.Lincl, col.tb.R, col.S, col.D, False)
+                      col.tb.Ldep, P.ker.a + 1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
             # bin weights of the group's classes, for the grid-motion term
             _class_weights(P, grp, r, Wpts)
             _bin_weights(P, col, z, r, Wpts, LINEAR)
