@@ -692,21 +692,28 @@ cdef struct Column:
     double delta
 
 
-cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t nbin, int rmax, int a1) noexcept nogil:
-    cdef Py_ssize_t N = n if n > nbin else nbin
-    col.anchors = <double*> malloc(N * sizeof(double))
+cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_ssize_t nbin, int rmax,
+                       int a1) noexcept nogil:
+    # anchors: the points (exact) or the grid; evaluation rows: the points,
+    # or the grid when R reads densities at grid points. Sized to what the
+    # mode uses: a binned fit at n = 1e6 needs grid-sized tables only.
+    cdef Py_ssize_t G = n if mode == EXACT else nbin
+    cdef Py_ssize_t M = nbin if (mode != EXACT and at_anchor) else n
+    cdef Py_ssize_t N = M if M > G else G
+    col.anchors = <double*> malloc(G * sizeof(double))
     col.order = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     col.bin = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     col.lo = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     col.row = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     col.ev = <double*> malloc(N * sizeof(double))
     col.evlo = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
-    col.Wa = <double*> malloc(N * rmax * sizeof(double))
+    col.Wa = <double*> malloc(G * rmax * sizeof(double))
     col.Wpts = <double*> malloc(n * rmax * sizeof(double))
     col.ident = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
     col.S = <double*> malloc(N * rmax * sizeof(double))
     col.D = <double*> malloc(N * rmax * sizeof(double))
-    if (_tables_alloc(&col.tb, N, rmax, a1) or col.anchors == NULL or col.order == NULL
+    # deposit tables only where points lie between anchors: the exact binned gradient
+    if (_tables_alloc(&col.tb, G, rmax, a1, mode == LINEAR and not at_anchor) or col.anchors == NULL or col.order == NULL
             or col.bin == NULL or col.lo == NULL or col.row == NULL or col.ev == NULL
             or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL
             or col.ident == NULL or col.S == NULL or col.D == NULL):
@@ -785,49 +792,57 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept 
     return 0
 
 
-cdef void _bin_weights(const Problem* P, Column* col, const double* z, int r,
+cdef void _bin_weights(const Problem* P, Column* col, const double* z, int grp, int r,
                        const double* Wpts, int mode) noexcept nogil:
-    """col.Wa [G, r]: the points' weights moved onto the anchors."""
+    """col.Wa [G, r]: the points' weights moved onto the anchors.
+
+    Wpts [n, r], or NULL for the group's class weights: point i weighs
+    1/(n_k h_k) in the column of its class k (if k is in the group), so only
+    one column per point is touched.
+    """
     cdef Py_ssize_t i, q, g
-    cdef int c
-    cdef double frac
+    cdef int c, k, c0 = 0, c1 = r
+    cdef double frac, w = 0.0
     if mode == EXACT:
+        if Wpts == NULL:
+            memset(col.Wa, 0, col.G * r * sizeof(double))
         for q in range(P.n):
             i = col.order[q]
-            for c in range(r):
-                col.Wa[q * r + c] = Wpts[i * r + c]
+            if Wpts == NULL:
+                k = P.y[i]
+                if P.gof[k] == grp:
+                    col.Wa[q * r + P.cof[k]] = P.wcls[k]
+            else:
+                for c in range(r):
+                    col.Wa[q * r + c] = Wpts[i * r + c]
         return
     memset(col.Wa, 0, col.G * r * sizeof(double))
     for i in range(P.n):
         g = col.bin[i]
-        if mode == SIMPLE:
-            for c in range(r):
-                col.Wa[g * r + c] += Wpts[i * r + c]
-        else:
-            frac = (z[i] - col.lo_grid) / col.delta - g
-            for c in range(r):
-                col.Wa[g * r + c] += (1.0 - frac) * Wpts[i * r + c]
-                col.Wa[(g + 1) * r + c] += frac * Wpts[i * r + c]
+        if Wpts == NULL:
+            k = P.y[i]
+            if P.gof[k] != grp:
+                continue
+            c0 = P.cof[k]
+            c1 = c0 + 1
+            w = P.wcls[k]
+        frac = (z[i] - col.lo_grid) / col.delta - g if mode == LINEAR else 0.0
+        for c in range(c0, c1):
+            if Wpts != NULL:
+                w = Wpts[i * r + c]
+            col.Wa[g * r + c] += (1.0 - frac) * w
+            if mode == LINEAR:
+                col.Wa[(g + 1) * r + c] += frac * w
 
 
 cdef int _column_sums(const Problem* P, Column* col, const double* z, int grp, int r,
-                      bint want_S) noexcept nogil:
-    """Kernel sums of the group's point weights col.Wpts [n, r] at the column's
-    evaluation rows (col.S, col.D [m, r]; point i is row col.row[i])."""
-    _bin_weights(P, col, z, r, col.Wpts, P.mode)
+                      const double* Wpts, bint want_S) noexcept nogil:
+    """Kernel sums of the group's point weights Wpts [n, r] (NULL: the class
+    weights) at the column's evaluation rows (col.S, col.D [m, r]; point i is
+    row col.row[i])."""
+    _bin_weights(P, col, z, grp, r, Wpts, P.mode)
     return _sums_on_anchors(col.anchors, col.G, col.Wa, r, P.gh[grp], &P.ker, &col.tb,
                             col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL, col.D, False)
-
-
-cdef void _class_weights(const Problem* P, int grp, int r, double* W) noexcept nogil:
-    """W[i, c] = 1/(n_k h_k) if point i is in the group's c-th class k."""
-    cdef Py_ssize_t i
-    cdef int k
-    memset(W, 0, P.n * r * sizeof(double))
-    for i in range(P.n):
-        k = P.y[i]
-        if P.gof[k] == grp:
-            W[i * r + P.cof[k]] = P.wcls[k]
 
 
 cdef int _column_logf(const Problem* P, const double* z, Column* col, double* logf) noexcept nogil:
@@ -836,11 +851,17 @@ cdef int _column_logf(const Problem* P, const double* z, Column* col, double* lo
     cdef int grp, k, r
     for grp in range(P.ngroup):
         r = P.gsize[grp]
-        _class_weights(P, grp, r, col.Wpts)
-        if _column_sums(P, col, z, grp, r, True):
+        if _column_sums(P, col, z, grp, r, NULL, True):
             return -1
         for j in range(col.m * r):
             col.S[j] = log(col.S[j])
+        if P.ngroup == 1:
+            # one bandwidth for all classes (every fit): column c is class c
+            for i in range(P.n):
+                w = col.row[i] * r
+                for k in range(r):
+                    logf[i * r + k] += col.S[w + k]
+            continue
         for i in range(P.n):
             w = col.row[i] * r
             for k in range(P.K):
@@ -869,24 +890,33 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col,
     for grp in range(P.ngroup):
         r = P.gsize[grp]
         h = P.gh[grp]
-        _class_weights(P, grp, r, Wpts)
-        if _column_sums(P, col, z, grp, r, True):
+        if _column_sums(P, col, z, grp, r, NULL, True):
             return -1
-        # c weights, and the evaluation-point term (before col.S, col.D are reused)
+        # c weights, and the evaluation-point term (before col.S, col.D are reused).
+        # f = 0 only where class k is hundreds of bandwidths away: then P_ik = 0
+        # too and every kernel term this weight meets is 0
         for i in range(n):
             w = col.row[i] * r
+            if P.ngroup == 1:
+                # one bandwidth for all classes (every fit): column c is class c
+                b = 0.0
+                for c in range(r):
+                    f = col.S[w + c]
+                    pk = ((1.0 if P.y[i] == c else 0.0) - post[i * K + c]) / f if f > 0.0 else 0.0
+                    Wpts[i * r + c] = pk
+                    b = b + pk * col.D[w + c]
+                gz[i] -= b / h
+                continue
             for k in range(K):
                 if P.gof[k] != grp:
                     continue
                 c = P.cof[k]
                 f = col.S[w + c]
-                # f = 0 only where class k is hundreds of bandwidths away: then
-                # P_ik = 0 too and every kernel term this weight meets is 0
                 pk = ((1.0 if P.y[i] == k else 0.0) - post[i * K + k]) / f if f > 0.0 else 0.0
                 Wpts[i * r + c] = pk
                 gz[i] -= pk * col.D[w + c] / h
         if P.mode != LINEAR:
-            if _column_sums(P, col, z, grp, r, False):
+            if _column_sums(P, col, z, grp, r, Wpts, False):
                 return -1
             for i in range(n):
                 k = P.y[i]
@@ -905,8 +935,7 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col,
             _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, r, h, &P.ker,
                       col.tb.Ldep, P.ker.a + 1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
             # bin weights of the group's classes, for the grid-motion term
-            _class_weights(P, grp, r, Wpts)
-            _bin_weights(P, col, z, r, Wpts, LINEAR)
+            _bin_weights(P, col, z, grp, r, NULL, LINEAR)
             # gamma_g = d(nl)/dG_g with binning fractions fixed
             for g in range(G):
                 gam = 0.0
@@ -1006,7 +1035,7 @@ cdef class _Work:
             raise ValueError("beta must have 1 to %d entries" % (MAX_ORDER + 1))
         _make_kernel(&beta[0], beta.shape[0], &self.P.ker)
         for tid in range(self.nthr):
-            if _column_alloc(&self.cols[tid], n, nbin, rmax, self.P.ker.a + 1):
+            if _column_alloc(&self.cols[tid], n, mode, at_anchor, nbin, rmax, self.P.ker.a + 1):
                 raise MemoryError("not enough memory for the kernel-sum tables")
 
     def __dealloc__(self):
@@ -1062,3 +1091,33 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
     return dZ
+
+
+def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1] logprior, int num_threads):
+    """(mean log-likelihood, posteriors [n, K]) from class log densities, one pass per row.
+
+    l = mean_i [logprior_{y_i} + logf_{i, y_i} - log sum_k exp(logprior_k + logf_ik)];
+    posteriors exp(logprior_k + logf_ik - that log-sum). A row whose classes
+    all have log density -inf gives -inf and NaN posteriors, as the formula does.
+    """
+    cdef Py_ssize_t n = logf.shape[0], i
+    cdef int K = logf.shape[1], k
+    post = np.empty((n, K))
+    cdef double[:, ::1] pv = post
+    cdef double total = 0.0, mx, ssum, lse, v
+    with nogil:
+        for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
+            mx = -INFINITY
+            for k in range(K):
+                v = logprior[k] + logf[i, k]
+                if v > mx:
+                    mx = v
+            ssum = 0.0
+            for k in range(K):
+                pv[i, k] = exp(logprior[k] + logf[i, k] - mx)
+                ssum = ssum + pv[i, k]
+            lse = mx + log(ssum)
+            for k in range(K):
+                pv[i, k] = pv[i, k] / ssum
+            total += logprior[y[i]] + logf[i, y[i]] - lse
+    return total / n, post
