@@ -971,6 +971,10 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col,
 
 
 
+# columns are spread over at most this many threads (see log_densities)
+cdef int _NSLOT = 4
+
+
 cdef class _Work:
     """A problem's class structure and per-thread column scratch."""
     cdef Problem P
@@ -988,7 +992,7 @@ cdef class _Work:
         cdef Py_ssize_t n = y.shape[0], i
         cdef int k, j, ng = 0, rmax = 0, tid
         self.y = y
-        self.nthr = max(1, min(num_threads, ndim))
+        self.nthr = max(1, min(num_threads, ndim, _NSLOT))
         self.gof = <int*> malloc(K * sizeof(int))
         self.cof = <int*> malloc(K * sizeof(int))
         self.gsize = <int*> calloc(K, sizeof(int))
@@ -1056,18 +1060,28 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef const Problem* P = &wk.P
     cdef Column* cols = wk.cols
     cdef int nthr = wk.nthr
-    parts = np.zeros((nthr, n, K))
+    # column t adds into slot t % NSLOT, slots summed in order at the end: the
+    # same additions in the same order whatever the number of threads, so a
+    # fit does not depend on it
+    cdef int nslot = min(ndim, _NSLOT), slot
+    parts = np.zeros((nslot, n, K))
     cdef double[:, :, ::1] pv = parts
     cdef int tid, bad = 0
     with nogil:
-        for t in prange(ndim, num_threads=nthr, schedule='static'):
+        for slot in prange(nslot, num_threads=min(nthr, nslot), schedule='static'):
             tid = _thread_id()
-            if (_column_setup(P, &Zt[t, 0], &cols[tid])
-                    or _column_logf(P, &Zt[t, 0], &cols[tid], &pv[tid, 0, 0])):
-                bad += 1
+            t = slot
+            while t < ndim:
+                if (_column_setup(P, &Zt[t, 0], &cols[tid])
+                        or _column_logf(P, &Zt[t, 0], &cols[tid], &pv[slot, 0, 0])):
+                    bad += 1
+                t = t + nslot
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
-    return parts.sum(axis=0) if nthr > 1 else parts[0]
+    out = parts[0]
+    for slot in range(1, nslot):
+        out += parts[slot]
+    return out
 
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
@@ -1103,7 +1117,9 @@ def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1
     cdef Py_ssize_t n = logf.shape[0], i
     cdef int K = logf.shape[1], k
     post = np.empty((n, K))
+    terms = np.empty(n)
     cdef double[:, ::1] pv = post
+    cdef double[::1] tv = terms
     cdef double total = 0.0, mx, ssum, lse, v
     with nogil:
         for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
@@ -1119,5 +1135,8 @@ def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1
             lse = mx + log(ssum)
             for k in range(K):
                 pv[i, k] = pv[i, k] / ssum
-            total += logprior[y[i]] + logf[i, y[i]] - lse
+            tv[i] = logprior[y[i]] + logf[i, y[i]] - lse
+        # summed in order, so that the value does not depend on the threads
+        for i in range(n):
+            total = total + tv[i]
     return total / n, post
