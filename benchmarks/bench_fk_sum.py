@@ -20,10 +20,10 @@ from pyopnb import fk_sum  # noqa: E402
 SPEC_R = {"at sample": 1.6, "at 1e6 other points": 0.85, "binned 1000 bins": 0.13}
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     n = args.n
     rng = np.random.default_rng(0)
     x = rng.standard_normal(n)

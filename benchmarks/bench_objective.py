@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.common import R, best_of, peak_rss_mb, table  # noqa: E402
+from benchmarks.common import R, best_of, child_json, table  # noqa: E402
 from pyopnb.objective import objective_and_gradient  # noqa: E402
 
 SPEC_R = {"exact": 15.3, "binned": 0.72}
@@ -32,27 +32,23 @@ def make(n, p=20, K=10, ndim=20, seed=0):
 
 def _child_peak(n: int, nbin) -> float:
     """Peak RSS growth of one objective + gradient, measured in a fresh interpreter."""
-    import subprocess
-
     code = (
-        "import sys; sys.path.insert(0, %r)\n"
         "from benchmarks.bench_objective import make\n"
         "from benchmarks.common import peak_rss_mb\n"
         "from pyopnb.objective import objective_and_gradient\n"
-        "V, X, y, PI, h = make(%d)\n"
+        f"V, X, y, PI, h = make({n})\n"
         "base = peak_rss_mb()\n"
-        "objective_and_gradient(V, X, y, PI, h, nbin=%r, compat='R')\n"
-        "print(peak_rss_mb() - base)\n"
-    ) % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), n, nbin)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+        f"objective_and_gradient(V, X, y, PI, h, nbin={nbin!r}, compat='R')\n"
+        "print(json.dumps(peak_rss_mb() - base))\n"
+    )
+    return float(child_json(code))
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--scaling", action="store_true", help="also time n = 1e3 .. 1e6")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     V, X, y, PI, h = make(args.n)
     r = R(["OPNB"])
     rows = []

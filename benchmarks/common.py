@@ -1,11 +1,30 @@
 """Timing helpers shared by the benchmarks: pyopnb and R side by side in one run."""
 from __future__ import annotations
 
+import json
+import os
 import resource
+import subprocess
+import sys
 import time
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
+
+
+# the environment before R starts: embedded R adds to it (R_HOME, LD_LIBRARY_PATH, ...)
+_ENV = dict(os.environ)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child_json(code: str) -> dict:
+    """Run code in a fresh interpreter (for its own time and peak memory); its
+    last printed line is JSON."""
+    prog = f"import sys, json; sys.path.insert(0, {_ROOT!r})\n" + code
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=_ENV)
+    if out.returncode != 0:
+        raise RuntimeError(f"benchmark child failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> float:

@@ -529,6 +529,14 @@ cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) 
         q -= 1
 
 
+cdef double* _data_or_null(object arr):
+    """The data of a C-contiguous float64 matrix (kept alive by the caller), or NULL for None."""
+    if arr is None:
+        return NULL
+    cdef double[:, ::1] v = arr
+    return &v[0, 0]
+
+
 def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const double[::1] beta,
                e, bint want_S, bint want_D, bint log_S=False):
     """Exact kernel sums of the r weight columns W [n, r] at e (None: at x).
@@ -546,15 +554,8 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     D = np.empty((m, r)) if want_D else None
     if m == 0 or r == 0:
         return S, D
-    cdef double[:, ::1] Sv, Dv
-    cdef double* Sp = NULL
-    cdef double* Dp = NULL
-    if want_S:
-        Sv = S
-        Sp = &Sv[0, 0]
-    if want_D:
-        Dv = D
-        Dp = &Dv[0, 0]
+    cdef double* Sp = _data_or_null(S)
+    cdef double* Dp = _data_or_null(D)
     cdef int a1 = ker.a + 1, bad = 0
     cdef Tables tb
     cdef Py_ssize_t* order = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
@@ -608,15 +609,8 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     D = np.empty((m, r)) if want_D else None
     if m == 0 or r == 0 or G == 0:
         return S, D
-    cdef double[:, ::1] Sv, Dv
-    cdef double* Sp = NULL
-    cdef double* Dp = NULL
-    if want_S:
-        Sv = S
-        Sp = &Sv[0, 0]
-    if want_D:
-        Dv = D
-        Dp = &Dv[0, 0]
+    cdef double* Sp = _data_or_null(S)
+    cdef double* Dp = _data_or_null(D)
     cdef double delta = (grid[G - 1] - grid[0]) / (G - 1) if G > 1 else 1.0
     cdef double u
     cdef int bad = 0

@@ -24,12 +24,12 @@ def as_float_vector(value: Any, name: str, *, allow_empty: bool = False) -> np.n
     return np.ascontiguousarray(arr)
 
 
-def as_positive_scalar(value: Any, name: str) -> float:
-    """A finite, strictly positive float."""
+def as_positive_scalar(value: Any, name: str, why: str = "") -> float:
+    """A finite, strictly positive float; ``why`` is added to the error."""
     try:
         v = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a positive number, got {value!r}") from None
     if not np.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+        raise ValueError(f"{name} must be positive and finite{why}, got {value!r}")
     return v

@@ -1,10 +1,12 @@
 """R's ``OPNB_CV_lam``: choose the penalty by cross-validated accuracy."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ._validation import as_positive_scalar
 from .model import OPNB, OPNBModel, _check_lam, _check_X, factor, predict
 
 __all__ = ["OPNB_CV_lam"]
@@ -32,7 +34,25 @@ def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
     return out
 
 
-def _cv_accuracy(X, labels, folds, lam, fit_kwargs) -> float:
+class _Progress:
+    """A one-line progress bar on stderr: lam values and folds done."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled = total, 0, enabled
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if self.enabled:
+            width = 30
+            filled = int(width * self.done / self.total)
+            sys.stderr.write(f"\rOPNB_CV_lam [{'#' * filled}{'.' * (width - filled)}] "
+                             f"{self.done}/{self.total} {what:<40}")
+            if self.done == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress] = None, label: str = "") -> float:
     correct = 0
     total = 0
     for j, test in enumerate(folds):
@@ -41,6 +61,8 @@ def _cv_accuracy(X, labels, folds, lam, fit_kwargs) -> float:
         pred = predict(model, X[test])["class"]
         correct += int(np.sum(pred == labels[test]))
         total += test.size
+        if progress is not None:
+            progress.step(f"{label} fold {j + 1}/{len(folds)}")
     return correct / total
 
 
@@ -70,6 +92,7 @@ def OPNB_CV_lam(
     on ties) is refitted on the rows of all folds. ``cores > 1`` runs the lam
     values in parallel through joblib (so any joblib backend, Dask included,
     can run them). ``factor`` may be given by that name, as in R.
+    ``progress=True`` draws a progress bar over lam values and folds on stderr.
 
     Returns ``{"model": OPNBModel, "cv_stats": (nlam, 2) array [lam, accuracy]}``.
     """
@@ -86,12 +109,7 @@ def OPNB_CV_lam(
     if isinstance(nlam, bool) or not float(nlam).is_integer() or int(nlam) < 1:
         raise ValueError(f"nlam must be a positive integer, got {nlam!r}")
     lam0 = _check_lam(lam0)
-    try:
-        fac = float(factor_)
-    except (TypeError, ValueError):
-        raise ValueError(f"factor must be a positive number, got {factor_!r}") from None
-    if not np.isfinite(fac) or fac <= 0:
-        raise ValueError(f"factor must be positive and finite, got {factor_!r}")
+    fac = as_positive_scalar(factor_, "factor")
     lams = lam0 * fac ** np.arange(int(nlam))
     fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct)
     if int(cores) > 1:
@@ -99,15 +117,18 @@ def OPNB_CV_lam(
 
         # each fit already spreads its columns over threads: one thread per job
         fit_kwargs["threads"] = 1
-        acc = Parallel(n_jobs=int(cores))(
-            delayed(_cv_accuracy)(Xa, labels, fl, lam, fit_kwargs) for lam in lams
-        )
+        bar = _Progress(len(lams), progress)
+        acc = [None] * len(lams)
+        jobs = Parallel(n_jobs=int(cores), return_as="generator_unordered")(
+            delayed(lambda i, lam: (i, _cv_accuracy(Xa, labels, fl, lam, fit_kwargs)))(i, lam)
+            for i, lam in enumerate(lams))
+        for i, a in jobs:
+            acc[i] = a
+            bar.step(f"lam {lams[i]:.3g}: accuracy {a:.4f}")
     else:
-        acc = []
-        for i, lam in enumerate(lams):
-            acc.append(_cv_accuracy(Xa, labels, fl, lam, fit_kwargs))
-            if progress:
-                print(f"OPNB_CV_lam: lam {i + 1}/{len(lams)} = {lam:.4g}: accuracy {acc[-1]:.4f}", flush=True)
+        bar = _Progress(len(lams) * len(fl), progress)
+        acc = [_cv_accuracy(Xa, labels, fl, lam, fit_kwargs, bar, f"lam {i + 1}/{len(lams)} = {lam:.3g}")
+               for i, lam in enumerate(lams)]
     acc = np.asarray(acc, dtype=float)
     best = int(np.argmax(acc))  # first of the maxima
     rows = np.concatenate(fl)
