@@ -39,7 +39,18 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far (MB)."""
+    """Peak resident memory of this process image so far (MB).
+
+    VmHWM, not getrusage's ru_maxrss: the latter carries the parent's size
+    across fork and exec, so a child of a large process (R loaded) reads the
+    parent's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

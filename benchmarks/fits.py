@@ -40,7 +40,8 @@ V0 = {V0}
 t = time.perf_counter()
 m = OPNB(X, y, ndim={ndim}, nbin={nbin}, V0=None if V0 is None else np.array(V0))
 el = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the whole process, data included
+from benchmarks.common import peak_rss_mb
+peak = peak_rss_mb()  # the whole process, data included
 print(json.dumps(dict(seconds=el, peak_mb=peak, fval=m.fval, convergence=m.convergence)))
 """
 
@@ -167,7 +168,8 @@ X = rng.normal(size=(n, p)) + rng.normal(size=(K, p))[y] * (np.arange(p) < 10)
 t = time.perf_counter()
 m = OPNB(X, y, ndim=20, nbin=1000)
 el = time.perf_counter() - t
-print(json.dumps(dict(seconds=el, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+from benchmarks.common import peak_rss_mb
+print(json.dumps(dict(seconds=el, peak_mb=peak_rss_mb())))
 """
     res = child_json(code)
     return ["fit n=1e6 p=50 K=10 ndim=20 binned", f"{res['seconds']:.1f}", "-", "R: ~10 GB for exact (SPEC)", "-", "-",
