@@ -190,8 +190,10 @@ def _sequential_sum(A: np.ndarray) -> np.ndarray:
 
 
 def r_colmeans(X: np.ndarray) -> np.ndarray:
-    """R's colMeans: a sequential long-double sum, divided by n."""
-    return (_sequential_sum(X.astype(np.longdouble)) / X.shape[0]).astype(np.float64)
+    """R's colMeans: a sequential long-double sum, divided by n (a column at a
+    time: a long-double copy of a large X would double its memory)."""
+    n = X.shape[0]
+    return np.array([float(_sequential_sum(X[:, j].astype(np.longdouble)) / n) for j in range(X.shape[1])])
 
 
 def r_sd(X: np.ndarray) -> np.ndarray:
@@ -200,11 +202,14 @@ def r_sd(X: np.ndarray) -> np.ndarray:
     the bit matters: the start's eigenvector signs, and so R's binned fits,
     can change with an ulp of the scaled data."""
     n = X.shape[0]
-    XL = X.astype(np.longdouble)
-    m = _sequential_sum(XL) / n
-    m = m + _sequential_sum(XL - m) / n
-    dev = XL - m
-    return np.sqrt((_sequential_sum(dev * dev) / (n - 1)).astype(np.float64))
+    out = np.empty(X.shape[1])
+    for j in range(X.shape[1]):
+        xl = X[:, j].astype(np.longdouble)
+        m = _sequential_sum(xl) / n
+        m = m + _sequential_sum(xl - m) / n
+        dev = xl - m
+        out[j] = np.sqrt(float(_sequential_sum(dev * dev) / (n - 1)))
+    return out
 
 
 def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
@@ -388,6 +393,7 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
     # R multiplies by 1/sd (bit-for-bit: the eigenvectors' signs, which R's
     # binned objective can tell apart, flip with an ulp of Xs)
     Xs = np.ascontiguousarray(Xc * scales)
+    del Xc
     counts = np.bincount(codes, minlength=K)
     PI = counts / n
     y0 = codes.astype(np.int32)
