@@ -266,12 +266,11 @@ def _check_lam(lam: Any) -> float:
 class _Objective:
     """l(V) - lam pen(V) on a flattened (column-major, as R) V, for the optimiser."""
 
-    def __init__(self, Xs, y0, PI, d, ndim, lam, pen, dpen, nbin, compat, threads, callback=None):
+    def __init__(self, Xs, y0, PI, d, ndim, lam, pen, dpen, nbin, compat, threads):
         self.args = (Xs, y0, PI, np.ones(PI.size))
         self.d, self.ndim, self.lam = d, ndim, lam
         self.pen, self.dpen = pen, dpen
         self.nbin, self.compat, self.threads = nbin, compat, threads
-        self.callback = callback
         self.evals = 0
         self.last = None
 

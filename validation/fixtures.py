@@ -34,20 +34,6 @@ def arr(value: Any) -> np.ndarray:
     return np.asarray(conv(value), dtype=np.float64)
 
 
-def max_rel(got: Any, ref: Any, floor: float) -> float:
-    """Largest |got - ref| / max(|ref|, floor)."""
-    g, r = np.asarray(got, dtype=float), np.asarray(ref, dtype=float)
-    if g.shape != r.shape:
-        raise AssertionError(f"shape {g.shape} != {r.shape}")
-    if g.size == 0:
-        return 0.0
-    return float(np.max(np.abs(g - r) / np.maximum(np.abs(r), floor)))
-
-
-def within(got: Any, ref: Any, rel: float, abs_: float) -> bool:
-    g, r = np.asarray(got, dtype=float), np.asarray(ref, dtype=float)
-    return bool(np.all(np.abs(g - r) <= np.maximum(rel * np.abs(r), abs_)))
-
 FIT_FVAL_REL = 1e-8
 FIT_V_ABS = 1e-6
 POSTERIOR_ABS = 1e-10
