@@ -13,7 +13,8 @@ extensions = [
         ["pyopnb/_ksum.pyx"],
         include_dirs=[np.get_include()],
         language="c++",
-        extra_compile_args=["-O3", "-std=c++11"] + openmp,
+        # no FMA contraction: sums must round as R's (see _ksum.project)
+        extra_compile_args=["-O3", "-std=c++11", "-ffp-contract=off"] + openmp,
         extra_link_args=openmp,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )

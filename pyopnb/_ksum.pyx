@@ -477,10 +477,10 @@ cdef struct Tables:
 
 cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint deposits=True) noexcept nogil:
     # deposit tables only for points between anchors (weights on anchors need none)
-    tb.Ldep = <double*> malloc(G * r * a1 * sizeof(double)) if deposits else <double*> malloc(8)
+    tb.Ldep = <double*> malloc(G * r * a1 * sizeof(double)) if deposits else NULL
     tb.Lincl = <double*> malloc(G * r * a1 * sizeof(double))
     tb.R = <double*> malloc(G * r * a1 * sizeof(double))
-    if tb.Ldep == NULL or tb.Lincl == NULL or tb.R == NULL:
+    if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL:
         return -1
     return 0
 
@@ -561,8 +561,9 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef Py_ssize_t* order = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     cdef double* anchors = <double*> malloc(n * sizeof(double))
     cdef double* Wa = <double*> malloc(n * r * sizeof(double))
-    cdef Py_ssize_t* eorder = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
-    cdef double* es = <double*> malloc(m * sizeof(double))
+    # at the sample the sorted points are their own evaluation points
+    cdef Py_ssize_t* eorder = order if at_x else <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
+    cdef double* es = anchors if at_x else <double*> malloc(m * sizeof(double))
     cdef Py_ssize_t* lo = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
     with nogil:
         if (_tables_alloc(&tb, n, r, a1, False) or order == NULL or anchors == NULL or Wa == NULL
@@ -586,11 +587,13 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                     while q + 1 < n and anchors[q + 1] <= es[j]:
                         q += 1
                     lo[j] = q
-            if not bad and _sums_on_anchors(anchors, n, Wa, r, h, &ker, &tb, anchors if at_x else es, lo, m,
-                                            order if at_x else eorder, Sp, Dp, log_S):
+            if not bad and _sums_on_anchors(anchors, n, Wa, r, h, &ker, &tb, es, lo, m, eorder,
+                                            Sp, Dp, log_S):
                 bad = 1
     _tables_free(&tb)
-    free(order); free(anchors); free(Wa); free(eorder); free(es); free(lo)
+    if not at_x:
+        free(eorder); free(es)
+    free(order); free(anchors); free(Wa); free(lo)
     if bad:
         raise MemoryError("exact_sums: out of memory")
     return S, D
@@ -1134,3 +1137,47 @@ def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1
         for i in range(n):
             total = total + tv[i]
     return total / n, post
+
+
+def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads):
+    """Z' = (X V)', each entry summed over the features in order, without FMA.
+
+    That is how R's reference BLAS forms X %*% V. OpenBLAS rounds differently,
+    and on ill-conditioned problems the last bit of Z decides where
+    L-BFGS-B's line search stops, so R's fits are only reproduced with R's order.
+    """
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], nd = V.shape[1], i, j, l
+    if V.shape[0] != p:
+        raise ValueError("V must have as many rows as X has columns")
+    Vt = np.ascontiguousarray(np.asarray(V).T)
+    cdef const double[:, ::1] vt = Vt
+    Zt = np.empty((nd, n))
+    cdef double[:, ::1] zt = Zt
+    cdef double s0, s1, s2, s3, x
+    with nogil:
+        for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
+            j = 0
+            # four independent sums at a time: each still added in feature order
+            while j + 4 <= nd:
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                for l in range(p):
+                    x = X[i, l]
+                    s0 = s0 + x * vt[j, l]
+                    s1 = s1 + x * vt[j + 1, l]
+                    s2 = s2 + x * vt[j + 2, l]
+                    s3 = s3 + x * vt[j + 3, l]
+                zt[j, i] = s0
+                zt[j + 1, i] = s1
+                zt[j + 2, i] = s2
+                zt[j + 3, i] = s3
+                j = j + 4
+            while j < nd:
+                s0 = 0.0
+                for l in range(p):
+                    s0 = s0 + X[i, l] * vt[j, l]
+                zt[j, i] = s0
+                j = j + 1
+    return Zt

@@ -24,6 +24,20 @@ def as_float_vector(value: Any, name: str, *, allow_empty: bool = False) -> np.n
     return np.ascontiguousarray(arr)
 
 
+def as_nbin(value: Any, allow_none: bool = True) -> Any:
+    """None (exact sums, if allowed) or an integer number of bins >= 2."""
+    if value is None and allow_none:
+        return None
+    if value is None or isinstance(value, bool) or not float(value).is_integer():
+        what = "None or an integer >= 2 (None: exact sums)" if allow_none else "an integer >= 2"
+        raise ValueError(f"nbin must be {what}, got {value!r}")
+    if int(value) < 2:
+        if not allow_none:
+            raise ValueError(f"nbin must be an integer >= 2, got {value!r}")
+        raise ValueError(f"nbin must be at least 2, got {value!r} (nbin must be None for exact sums, or an integer >= 2)")
+    return int(value)
+
+
 def as_positive_scalar(value: Any, name: str, why: str = "") -> float:
     """A finite, strictly positive float; ``why`` is added to the error."""
     try:

@@ -10,7 +10,7 @@ from typing import Any, Literal, Optional, Sequence
 import numpy as np
 
 from . import _ksum
-from ._validation import as_float_vector, as_positive_scalar
+from ._validation import as_float_vector, as_nbin, as_positive_scalar
 
 __all__ = ["fk_sum", "kernel_integral", "DEFAULT_BETA"]
 
@@ -106,12 +106,7 @@ def fk_sum(
     hv = as_positive_scalar(h, "h")
     b = _as_beta(beta)
     ev = xv if x_eval is None else as_float_vector(x_eval, "x_eval", allow_empty=True)
-    if nbin is not None:
-        if isinstance(nbin, bool) or not float(nbin).is_integer():
-            raise ValueError(f"nbin must be None or an integer >= 2, got {nbin!r}")
-        nbin = int(nbin)
-        if nbin < 2:
-            raise ValueError(f"nbin must be at least 2, got {nbin}")
+    nbin = as_nbin(nbin)
 
     want_S, want_D = type != "dksum", type != "ksum"
     if nbin is None:

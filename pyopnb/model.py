@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from . import _ksum
-from ._validation import as_positive_scalar
+from ._validation import as_nbin, as_positive_scalar
 from .ksum import DEFAULT_BETA as _DEFAULT_BETA
 from .objective import check_problem, default_threads, objective_and_gradient
 
@@ -212,6 +212,26 @@ def r_sd(X: np.ndarray) -> np.ndarray:
     return out
 
 
+def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """R OPNB's steps 2-3, to the bit: (mu, scales, Xs).
+
+    mu = colMeans(X); scales = 1/sd of the centred columns (0 for sd < 1e-20,
+    1 if not scale); Xs = (X - mu) * scales. R multiplies by 1/sd: dividing
+    changes Xs by an ulp here and there, which can flip the sign of an
+    eigenvector of the start, and R's binned objective tells signs apart.
+    """
+    n, d = X.shape
+    mu = r_colmeans(X)
+    Xc = X - mu
+    if scale:
+        sd = r_sd(Xc) if n > 1 else np.zeros(d)
+        scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
+        Xc *= scales
+    else:
+        scales = np.ones(d)
+    return mu, scales, np.ascontiguousarray(Xc)
+
+
 def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
     """pen(V) and its gradient: sum(V^2), or sum_t v_t' Cmat v_t."""
     if C is None:
@@ -376,23 +396,11 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
         raise ValueError(f"y must have at least two classes, found {K}")
     nd = _check_ndim(ndim, d)
     lam_v = _check_lam(lam)
-    if nbin is not None and (isinstance(nbin, bool) or not float(nbin).is_integer() or int(nbin) < 2):
-        raise ValueError(f"nbin must be None (exact) or an integer >= 2, got {nbin!r}")
-    nbin_v = None if nbin is None else int(nbin)
+    nbin_v = as_nbin(nbin)
     compat = "correct" if correct else "R"
     thr = default_threads() if threads is None else max(1, int(threads))
 
-    mu = r_colmeans(Xa)
-    Xc = Xa - mu
-    if scale:
-        sd = r_sd(Xc) if n > 1 else np.zeros(d)
-        scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
-    else:
-        scales = np.ones(d)
-    # R multiplies by 1/sd (bit-for-bit: the eigenvectors' signs, which R's
-    # binned objective can tell apart, flip with an ulp of Xs)
-    Xs = np.ascontiguousarray(Xc * scales)
-    del Xc
+    mu, scales, Xs = r_standardise(Xa, scale)
     counts = np.bincount(codes, minlength=K)
     PI = counts / n
     y0 = codes.astype(np.int32)

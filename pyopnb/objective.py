@@ -30,6 +30,7 @@ from typing import Any, Literal, Tuple
 import numpy as np
 
 from . import _ksum
+from ._validation import as_nbin
 from .ksum import DEFAULT_BETA
 
 __all__ = ["f_NB_exact", "df_NB_exact", "f_NB_cpp", "df_NB_cpp", "objective_and_gradient", "Compat"]
@@ -119,12 +120,6 @@ def _check_V(V: Any, d: int) -> np.ndarray:
     return Va
 
 
-def _check_nbin(nbin: Any) -> int:
-    if nbin is None or isinstance(nbin, bool) or not float(nbin).is_integer() or int(nbin) < 2:
-        raise ValueError(f"nbin must be an integer >= 2, got {nbin!r}")
-    return int(nbin)
-
-
 def _log_densities(Zt: np.ndarray, p: Problem, mode: int, at_anchor: bool, nbin: int, threads: int) -> np.ndarray:
     return _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, at_anchor, nbin, _GRID_EPS, DEFAULT_BETA, threads)
 
@@ -162,10 +157,10 @@ def objective_and_gradient(
     p = check_problem(X, y0, PI, h)
     Va = _check_V(V, p.X.shape[1])
     binned = nbin is not None
-    nb = _check_nbin(nbin) if binned else 0
+    nb = as_nbin(nbin, allow_none=False) if binned else 0
     thr = default_threads() if threads is None else max(1, int(threads))
-    # Z' = V' X' straight from BLAS: columns of Z contiguous, no transposed copy
-    Zt = np.ascontiguousarray(Va.T @ p.X.T)
+    # Z' with R's summation order (see _ksum.project), columns of Z contiguous
+    Zt = _ksum.project(p.X, Va, thr)
     logprior = np.log(p.PI)
 
     mode, at_anchor = _modes(binned, compat, False)
@@ -196,10 +191,10 @@ def df_NB_exact(V: Any, X: Any, y0: Any, PI: Any, h: Any, compat: Compat = "R") 
 
 def f_NB_cpp(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: int = 1000, compat: Compat = "R") -> float:
     """l(V) with binned kernel sums on ``nbin`` grid points per projected column."""
-    return objective_and_gradient(V, X, y0, PI, h, nbin=_check_nbin(nbin), compat=compat, gradient=False)[0]
+    return objective_and_gradient(V, X, y0, PI, h, nbin=as_nbin(nbin, allow_none=False), compat=compat, gradient=False)[0]
 
 
 def df_NB_cpp(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: int = 1000, compat: Compat = "R") -> np.ndarray:
     """Gradient with binned sums: R's simple-binning gradient, or the exact
     derivative of the correct binned value."""
-    return objective_and_gradient(V, X, y0, PI, h, nbin=_check_nbin(nbin), compat=compat)[1]
+    return objective_and_gradient(V, X, y0, PI, h, nbin=as_nbin(nbin, allow_none=False), compat=compat)[1]

@@ -167,3 +167,20 @@ def test_bad_input(change, match):
     args.update(change)
     with pytest.raises(ValueError, match=match):
         objective_and_gradient(args["V"], args["X"], args["y"], args["PI"], args["h"], nbin=args["nbin"], compat=args["compat"])
+
+
+def test_projection_sums_features_in_order():
+    # R's reference BLAS forms X %*% V entry by entry, adding the features in
+    # order; the objective uses the same order so that fits end where R's do
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(257, 11)) * 10.0 ** rng.integers(-3, 4, 11)
+    V = rng.normal(size=(11, 7))
+    ref = np.zeros((7, 257))
+    for l in range(11):
+        ref += V[l][:, None] * X[:, l][None, :]
+    for threads in (1, 2):
+        Zt = _ksum.project(X, V, threads)
+        np.testing.assert_array_equal(Zt, ref)
+    np.testing.assert_allclose(Zt, (X @ V).T, rtol=1e-12, atol=1e-12 * np.abs(X).max())

@@ -19,7 +19,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 import numpy as np
 
 from pyopnb import OPNB, OPNB_CV_lam, fk_sum, predict, read_rds
-from pyopnb.model import _start, factor, r_colmeans, r_sd
+from pyopnb.model import _start, factor, r_colmeans, r_sd, r_standardise
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
 from validation import rbridge
 from validation.fixtures import (FIT_FVAL_REL, FIT_V_ABS, FIXTURES, FK_ABS, FK_REL, OBJ_REL, POSTERIOR_ABS, arr,
@@ -222,9 +222,7 @@ def _check_kernel_constants():
 
 
 def _scaled(X: np.ndarray) -> np.ndarray:
-    Xc = X - r_colmeans(X)
-    sd = r_sd(Xc)
-    return Xc * np.where(sd < 1e-20, 0.0, 1.0 / np.where(sd < 1e-20, 1.0, sd))
+    return r_standardise(X)[2]
 
 
 def _starts_by_data(X, folds, starts):
