@@ -44,7 +44,7 @@ def main(argv=None) -> None:
         r.assign("e", e)
     rows = []
     for name, fn, rexpr in cases:
-        t_py = best_of(fn)
+        t_py = best_of(fn, 7)
         if r.ok:
             t_r, src = r.time(rexpr), "measured"
         elif name in SPEC_R:

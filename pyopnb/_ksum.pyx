@@ -34,6 +34,30 @@ cnp.import_array()
 
 cdef extern from *:
     """
+    #include <stdlib.h>
+    #include <sys/mman.h>
+    /* Large scratch goes on transparent huge pages: touching fresh 4 KiB
+       pages one fault at a time cost as much as the kernel sums themselves
+       (a third of fk_sum's time at n = 1e6). */
+    static void* _alloc(size_t nbytes) {
+        void* p = NULL;
+        const size_t huge = (size_t)1 << 21;
+        size_t rounded;
+        if (nbytes < 2 * huge)
+            return malloc(nbytes ? nbytes : 1);
+        rounded = (nbytes + huge - 1) & ~(huge - 1);
+        if (posix_memalign(&p, huge, rounded))
+            return NULL;
+    #ifdef MADV_HUGEPAGE
+        madvise(p, rounded, MADV_HUGEPAGE);
+    #endif
+        return p;
+    }
+    """
+    void* _alloc(size_t nbytes) noexcept nogil
+
+cdef extern from *:
+    """
     #ifdef _OPENMP
     #include <omp.h>
     static int _thread_id(void) { return omp_get_thread_num(); }
@@ -61,17 +85,14 @@ cdef enum:
 # ---------------------------------------------------------------------------
 
 cdef inline unsigned long long _sort_key(double v) noexcept nogil:
-    # IEEE bits, flipped so that unsigned order is numeric order
+    # IEEE bits, flipped so that unsigned order is numeric order (-0 is 0:
+    # a stable sort keeps the two in input order, as numpy's does)
     cdef unsigned long long u
+    v = v + 0.0
     memcpy(&u, &v, 8)
     if u >> 63:
         return ~u
     return u | (<unsigned long long> 1 << 63)
-
-
-cdef struct KeyIdx:
-    unsigned long long key
-    Py_ssize_t idx
 
 
 # Keys are radix-sorted in cache-sized chunks (in parallel), then merged:
@@ -136,19 +157,65 @@ cdef void _merge(const KeyIdx* a, Py_ssize_t na, const KeyIdx* b, Py_ssize_t nb,
         memcpy(&out[o], &b[j], (nb - j) * sizeof(KeyIdx))
 
 
-cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order) noexcept nogil:
-    """order = a stable argsort of x[:n]. Returns -1 when out of memory."""
-    cdef KeyIdx* a0 = <KeyIdx*> malloc(n * sizeof(KeyIdx))
-    cdef KeyIdx* a1 = <KeyIdx*> malloc(n * sizeof(KeyIdx))
+cdef inline double _key_value(unsigned long long u) noexcept nogil:
+    """The double whose _sort_key is u."""
+    cdef double v
+    if u >> 63:
+        u &= ~(<unsigned long long> 1 << 63)
+    else:
+        u = ~u
+    memcpy(&v, &u, 8)
+    return v
+
+
+cdef Py_ssize_t _merge_split(const KeyIdx* a, Py_ssize_t na, const KeyIdx* b, Py_ssize_t nb,
+                             Py_ssize_t k) noexcept nogil:
+    """How many of the first k outputs of the stable merge of a and b come from a."""
+    cdef Py_ssize_t lo = max(0, k - nb), hi = min(k, na), i
+    while lo < hi:
+        i = (lo + hi) // 2
+        # a[i] precedes b[k-i-1] (ties from a first): more than i come from a
+        if a[i].key <= b[k - i - 1].key:
+            lo = i + 1
+        else:
+            hi = i
+    return lo
+
+
+cdef void _merge_level(const KeyIdx* src, KeyIdx* dst, Py_ssize_t n, Py_ssize_t width) noexcept nogil:
+    """Merge the sorted runs src[c w : (c+1) w] pairwise into dst. Each merge is
+    cut into pieces by output position (merge path), so that the last levels,
+    with fewer merges than threads, still keep both threads busy."""
+    cdef Py_ssize_t nmerge = (n + 2 * width - 1) // (2 * width)
+    cdef Py_ssize_t npiece = 4 if nmerge < 4 else 1
+    cdef Py_ssize_t t, c, p, lo, mid, hi, k0, k1, i0, i1
+    for t in prange(nmerge * npiece, num_threads=2, schedule='static'):
+        c = t // npiece
+        p = t % npiece
+        lo = c * 2 * width
+        mid = min(lo + width, n)
+        hi = min(lo + 2 * width, n)
+        k0 = (hi - lo) * p // npiece
+        k1 = (hi - lo) * (p + 1) // npiece
+        i0 = _merge_split(&src[lo], mid - lo, &src[mid], hi - mid, k0)
+        i1 = _merge_split(&src[lo], mid - lo, &src[mid], hi - mid, k1)
+        _merge(&src[lo + i0], i1 - i0, &src[mid + k0 - i0], (k1 - i1) - (k0 - i0), &dst[lo + k0])
+
+
+cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs) noexcept nogil:
+    """order = a stable argsort of x[:n], and xs = x[order] unless xs is NULL
+    (read back from the keys: no gather). Returns -1 when out of memory."""
+    cdef KeyIdx* a0 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
+    cdef KeyIdx* a1 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
     cdef Py_ssize_t nchunk = (n + CHUNK - 1) // CHUNK
     cdef Py_ssize_t* counts = <Py_ssize_t*> malloc(2 * NPASS * NBUCKET * sizeof(Py_ssize_t))
     cdef KeyIdx* tmp
-    cdef Py_ssize_t i, c, lo, width, mid, hi
+    cdef Py_ssize_t i, c, lo, width
     cdef int tid
     if a0 == NULL or a1 == NULL or counts == NULL:
         free(a0); free(a1); free(counts)
         return -1
-    for i in range(n):
+    for i in prange(n, num_threads=2, schedule='static'):
         a0[i].key = _sort_key(x[i])
         a0[i].idx = i
     # nested in a parallel region (OPNB's columns) this runs on one thread
@@ -158,15 +225,13 @@ cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order) noexcept nog
         _radix(&a0[lo], &a1[lo], min(CHUNK, n - lo), &counts[tid * NPASS * NBUCKET])
     width = CHUNK
     while width < n:
-        for c in prange((n + 2 * width - 1) // (2 * width), num_threads=2, schedule='static'):
-            lo = c * 2 * width
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            _merge(&a0[lo], mid - lo, &a0[mid], hi - mid, &a1[lo])
+        _merge_level(a0, a1, n, width)
         tmp = a0; a0 = a1; a1 = tmp
         width *= 2
-    for i in range(n):
+    for i in prange(n, num_threads=2, schedule='static'):
         order[i] = a0[i].idx
+        if xs != NULL:
+            xs[i] = _key_value(a0[i].key)
     free(a0); free(a1); free(counts)
     return 0
 
@@ -179,7 +244,7 @@ def argsort(const double[::1] x):
     cdef int rc = 0
     if n:
         with nogil:
-            rc = _argsort(&x[0], n, &ov[0])
+            rc = _argsort(&x[0], n, &ov[0], NULL)
     if rc:
         raise MemoryError("argsort: out of memory")
     return out
@@ -304,7 +369,7 @@ cdef int _recurse(const double* anchors, Py_ssize_t G, int r, double h, int a,
     cdef double* T
     if G == 0:
         return 0
-    T = <double*> malloc(G * a1 * sizeof(double))
+    T = <double*> _alloc(G * a1 * sizeof(double))
     if T == NULL:
         return -1
     for g in prange(1, G, num_threads=2, schedule="static"):
@@ -433,7 +498,10 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
         elif onanchor:
             dr = 0.0
         for c in range(r):
-            if hasL:
+            if hasL and dl == 0.0:
+                for k in range(a1):
+                    Lv[k] = Lincl[g * row + c * a1 + k]
+            elif hasL:
                 _shift(&Lincl[g * row + c * a1], Lv, a, tl, ker.binom)
             else:
                 for k in range(a1):
@@ -477,9 +545,9 @@ cdef struct Tables:
 
 cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint deposits=True) noexcept nogil:
     # deposit tables only for points between anchors (weights on anchors need none)
-    tb.Ldep = <double*> malloc(G * r * a1 * sizeof(double)) if deposits else NULL
-    tb.Lincl = <double*> malloc(G * r * a1 * sizeof(double))
-    tb.R = <double*> malloc(G * r * a1 * sizeof(double))
+    tb.Ldep = <double*> _alloc(G * r * a1 * sizeof(double)) if deposits else NULL
+    tb.Lincl = <double*> _alloc(G * r * a1 * sizeof(double))
+    tb.R = <double*> _alloc(G * r * a1 * sizeof(double))
     if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL:
         return -1
     return 0
@@ -558,32 +626,30 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef double* Dp = _data_or_null(D)
     cdef int a1 = ker.a + 1, bad = 0
     cdef Tables tb
-    cdef Py_ssize_t* order = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    cdef double* anchors = <double*> malloc(n * sizeof(double))
-    cdef double* Wa = <double*> malloc(n * r * sizeof(double))
+    cdef Py_ssize_t* order = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
+    cdef double* anchors = <double*> _alloc(n * sizeof(double))
+    cdef double* Wa = <double*> _alloc(n * r * sizeof(double))
     # at the sample the sorted points are their own evaluation points
-    cdef Py_ssize_t* eorder = order if at_x else <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
-    cdef double* es = anchors if at_x else <double*> malloc(m * sizeof(double))
-    cdef Py_ssize_t* lo = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* eorder = order if at_x else <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
+    cdef double* es = anchors if at_x else <double*> _alloc(m * sizeof(double))
+    cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
     with nogil:
         if (_tables_alloc(&tb, n, r, a1, False) or order == NULL or anchors == NULL or Wa == NULL
-                or eorder == NULL or es == NULL or lo == NULL or _argsort(&x[0], n, order)):
+                or eorder == NULL or es == NULL or lo == NULL or _argsort(&x[0], n, order, anchors)):
             bad = 1
         else:
             for q in prange(n, num_threads=2, schedule="static"):
-                anchors[q] = x[order[q]]
                 for j in range(r):
                     Wa[q * r + j] = W[order[q], j]
             if at_x:
                 # in sorted order; a point's anchor is its tie group's last
                 _last_of_ties(anchors, n, lo)
-            elif _argsort(&ev[0], m, eorder):
+            elif _argsort(&ev[0], m, eorder, es):
                 bad = 1
             else:
                 # evaluation points sorted too: tables are read in order, anchors found by a merge
                 q = -1
                 for j in range(m):
-                    es[j] = ev[eorder[j]]
                     while q + 1 < n and anchors[q + 1] <= es[j]:
                         q += 1
                     lo[j] = q
@@ -618,7 +684,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     cdef double u
     cdef int bad = 0
     cdef Tables tb
-    cdef Py_ssize_t* lo = <Py_ssize_t*> malloc(m * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
     with nogil:
         if _tables_alloc(&tb, G, r, ker.a + 1, False) or lo == NULL:
             bad = 1
@@ -697,18 +763,18 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
     cdef Py_ssize_t G = n if mode == EXACT else nbin
     cdef Py_ssize_t M = nbin if (mode != EXACT and at_anchor) else n
     cdef Py_ssize_t N = M if M > G else G
-    col.anchors = <double*> malloc(G * sizeof(double))
-    col.order = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    col.bin = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    col.lo = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    col.row = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    col.ev = <double*> malloc(N * sizeof(double))
-    col.evlo = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
-    col.Wa = <double*> malloc(G * rmax * sizeof(double))
-    col.Wpts = <double*> malloc(n * rmax * sizeof(double))
-    col.ident = <Py_ssize_t*> malloc(N * sizeof(Py_ssize_t))
-    col.S = <double*> malloc(N * rmax * sizeof(double))
-    col.D = <double*> malloc(N * rmax * sizeof(double))
+    col.anchors = <double*> _alloc(G * sizeof(double))
+    col.order = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
+    col.bin = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
+    col.lo = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
+    col.row = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
+    col.ev = <double*> _alloc(N * sizeof(double))
+    col.evlo = <Py_ssize_t*> _alloc(N * sizeof(Py_ssize_t))
+    col.Wa = <double*> _alloc(G * rmax * sizeof(double))
+    col.Wpts = <double*> _alloc(n * rmax * sizeof(double))
+    col.ident = <Py_ssize_t*> _alloc(N * sizeof(Py_ssize_t))
+    col.S = <double*> _alloc(N * rmax * sizeof(double))
+    col.D = <double*> _alloc(N * rmax * sizeof(double))
     # deposit tables only where points lie between anchors: the exact binned gradient
     if (_tables_alloc(&col.tb, G, rmax, a1, mode == LINEAR and not at_anchor) or col.anchors == NULL or col.order == NULL
             or col.bin == NULL or col.lo == NULL or col.row == NULL or col.ev == NULL
@@ -732,13 +798,11 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept 
     cdef Py_ssize_t n = P.n, i, q, g
     cdef double zmin, zmax, u
     if P.mode == EXACT:
-        if _argsort(z, n, col.order):
+        if _argsort(z, n, col.order, col.anchors):
             return -1
         col.G = n
         col.m = n
-        for q in range(n):
-            col.anchors[q] = z[col.order[q]]
-            col.ev[q] = col.anchors[q]
+        memcpy(col.ev, col.anchors, n * sizeof(double))
         # evaluate in sorted order (tables read sequentially); a point's
         # anchor for evaluation is its tie group's last
         _last_of_ties(col.anchors, n, col.evlo)

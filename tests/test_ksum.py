@@ -188,3 +188,16 @@ def test_accepts_pandas_series():
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fk_sum(**kwargs)
+
+
+@pytest.mark.parametrize("n", [1, 2, 65535, 65536, 65537, 3 * 65536 + 5, 300_001])
+def test_radix_argsort_is_numpys_stable_argsort(n):
+    # sizes around the chunk length exercise the merge-path split of the last merges
+    from pyopnb._ksum import argsort
+
+    rng = np.random.default_rng(n)
+    x = np.round(rng.standard_normal(n), 2)  # many ties
+    x[::5] = -0.0  # -0 and 0 tie, as for numpy
+    x[1::5] = 0.0
+    x[2::97] = np.array([-1e308, 1e308, 5e-324, -5e-324])[np.arange(x[2::97].size) % 4]
+    np.testing.assert_array_equal(argsort(x), np.argsort(x, kind="stable"))
