@@ -597,12 +597,15 @@ cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) 
         q -= 1
 
 
-cdef double* _data_or_null(object arr):
-    """The data of a C-contiguous float64 matrix (kept alive by the caller), or NULL for None."""
+cdef double* _data_or_null(object arr) except? NULL:
+    """The data of a C-contiguous float64 array of ours (kept alive by the
+    caller), or NULL for None."""
     if arr is None:
         return NULL
-    cdef double[:, ::1] v = arr
-    return &v[0, 0]
+    cdef cnp.ndarray a = arr
+    if a.dtype != np.float64 or not a.flags.c_contiguous:
+        raise ValueError("expected a C-contiguous float64 array")
+    return <double*> cnp.PyArray_DATA(a)
 
 
 def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const double[::1] beta,
@@ -793,10 +796,20 @@ cdef void _column_free(Column* col) noexcept nogil:
     _tables_free(&col.tb)
 
 
+cdef inline Py_ssize_t _grid_cell(double z, double lo, double delta, Py_ssize_t nbin) noexcept nogil:
+    """R's bin of z: floor((z - lo) / delta), kept in 0..nbin-2."""
+    cdef Py_ssize_t g = <Py_ssize_t> floor((z - lo) / delta)
+    if g < 0:
+        return 0
+    if g > nbin - 2:
+        return nbin - 2
+    return g
+
+
 cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept nogil:
     """Anchors, evaluation rows and each point's anchor for one column of Z = XV."""
     cdef Py_ssize_t n = P.n, i, q, g
-    cdef double zmin, zmax, u
+    cdef double zmin, zmax
     if P.mode == EXACT:
         if _argsort(z, n, col.order, col.anchors):
             return -1
@@ -823,12 +836,7 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept 
     for g in range(P.nbin):
         col.anchors[g] = col.lo_grid + g * col.delta
     for i in range(n):
-        u = (z[i] - col.lo_grid) / col.delta
-        g = <Py_ssize_t> floor(u)
-        if g < 0:
-            g = 0
-        if g > P.nbin - 2:
-            g = P.nbin - 2
+        g = _grid_cell(z[i], col.lo_grid, col.delta, P.nbin)
         col.bin[i] = g
         # the last anchor <= z, robust to the rounding of floor(u)
         while g > 0 and col.anchors[g] > z[i]:
@@ -1046,6 +1054,7 @@ cdef class _Work:
     cdef int* gsize
     cdef double* gh
     cdef double* wcls
+    cdef int* kat           # class at column c of group j: kat[(sizes of groups < j) + c]
     cdef object y
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, int mode,
@@ -1060,7 +1069,8 @@ cdef class _Work:
         self.gh = <double*> malloc(K * sizeof(double))
         self.wcls = <double*> calloc(K, sizeof(double))
         self.cols = <Column*> calloc(self.nthr, sizeof(Column))
-        if (self.gof == NULL or self.cof == NULL or self.gsize == NULL or self.gh == NULL
+        self.kat = <int*> malloc(K * sizeof(int))
+        if (self.kat == NULL or self.gof == NULL or self.cof == NULL or self.gsize == NULL or self.gh == NULL
                 or self.wcls == NULL or self.cols == NULL):
             raise MemoryError()
         for i in range(n):
@@ -1083,6 +1093,11 @@ cdef class _Work:
             self.wcls[k] = 1.0 / (self.wcls[k] * h[k])
         for j in range(ng):
             rmax = max(rmax, self.gsize[j])
+        for k in range(K):
+            i = self.cof[k]
+            for j in range(self.gof[k]):
+                i += self.gsize[j]
+            self.kat[i] = k
         self.P.n = n
         self.P.K = K
         self.P.ngroup = ng
@@ -1109,7 +1124,7 @@ cdef class _Work:
             for tid in range(self.nthr):
                 _column_free(&self.cols[tid])
         free(self.cols); free(self.gof); free(self.cof); free(self.gsize)
-        free(self.gh); free(self.wcls)
+        free(self.gh); free(self.wcls); free(self.kat)
 
 
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
@@ -1168,6 +1183,27 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     return dZ
 
 
+cdef inline double _row_posterior(const double* logf, const double* logprior, int K, int y,
+                                 double* post) noexcept nogil:
+    """One row of log_posteriors: the row's term of l, and (unless post is
+    NULL) its posteriors."""
+    cdef int k
+    cdef double mx = -INFINITY, ssum = 0.0, v, e
+    for k in range(K):
+        v = logprior[k] + logf[k]
+        if v > mx:
+            mx = v
+    for k in range(K):
+        e = exp(logprior[k] + logf[k] - mx)
+        if post != NULL:
+            post[k] = e
+        ssum = ssum + e
+    if post != NULL:
+        for k in range(K):
+            post[k] = post[k] / ssum
+    return logprior[y] + logf[y] - (mx + log(ssum))
+
+
 def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1] logprior, int num_threads):
     """(mean log-likelihood, posteriors [n, K]) from class log densities, one pass per row.
 
@@ -1176,31 +1212,325 @@ def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1
     all have log density -inf gives -inf and NaN posteriors, as the formula does.
     """
     cdef Py_ssize_t n = logf.shape[0], i
-    cdef int K = logf.shape[1], k
+    cdef int K = logf.shape[1]
     post = np.empty((n, K))
     terms = np.empty(n)
     cdef double[:, ::1] pv = post
     cdef double[::1] tv = terms
-    cdef double total = 0.0, mx, ssum, lse, v
+    cdef double total = 0.0
     with nogil:
         for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
-            mx = -INFINITY
-            for k in range(K):
-                v = logprior[k] + logf[i, k]
-                if v > mx:
-                    mx = v
-            ssum = 0.0
-            for k in range(K):
-                pv[i, k] = exp(logprior[k] + logf[i, k] - mx)
-                ssum = ssum + pv[i, k]
-            lse = mx + log(ssum)
-            for k in range(K):
-                pv[i, k] = pv[i, k] / ssum
-            tv[i] = logprior[y[i]] + logf[i, y[i]] - lse
+            tv[i] = _row_posterior(&logf[i, 0], &logprior[0], K, y[i], &pv[i, 0])
         # summed in order, so that the value does not depend on the threads
         for i in range(n):
             total = total + tv[i]
     return total / n, post
+
+
+# ---------------------------------------------------------------------------
+# R's binned objective (f_NB_cpp value, df_NB_cpp gradient). Every point reads
+# its class densities at its grid point, so each column comes down to tables
+# [nbin, K] at the grid points. The passes over the points then read all
+# columns' tables for a block of points at a time: one sweep over the data
+# instead of one read and write of an n x K array per column, which made
+# these passes memory-bound (a second thread gained 10%).
+# ---------------------------------------------------------------------------
+
+cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
+    # points per block: a block's slot sums (NSLOT x K each) stay in cache; a
+    # function of K only, so that block sums do not depend on the threads
+    return max(8, 4096 // K)
+
+
+cdef void _block_add(const double* Tt, int K, const double* z, Py_ssize_t m, double lo, double delta,
+                     Py_ssize_t nbin, double* acc, Py_ssize_t stride) noexcept nogil:
+    """acc[j * stride + k] += Tt[cell(z[j]) * K + k] for j < m: one column's
+    table read at the points' cells."""
+    cdef Py_ssize_t j
+    cdef int k
+    cdef double* a
+    cdef const double* row
+    for j in range(m):
+        row = &Tt[_grid_cell(z[j], lo, delta, nbin) * K]
+        a = &acc[j * stride]
+        for k in range(K):
+            a[k] = a[k] + row[k]
+
+
+cdef void _block_slots(const double* T, Py_ssize_t TK, int K,
+                       const double* Z, Py_ssize_t n, const double* lo, const double* delta, Py_ssize_t nbin,
+                       const Py_ssize_t* cols, int ncol, int nslot, Py_ssize_t i0, Py_ssize_t m,
+                       double* acc) noexcept nogil:
+    """acc [m, nslot, K]: for the points i0..i0+m-1, the sums over the columns
+    cols[:ncol] of the tables T [ndim, TK], the column at position p in slot
+    p % nslot (log_densities' slots: see _combine)."""
+    cdef int p
+    cdef Py_ssize_t t
+    memset(acc, 0, m * nslot * K * sizeof(double))
+    for p in range(ncol):
+        t = cols[p]
+        _block_add(&T[t * TK], K, &Z[t * n + i0], m, lo[t], delta[t], nbin, &acc[(p % nslot) * K], nslot * K)
+
+
+cdef inline void _combine(const double* acc, int nslot, int K, double* out) noexcept nogil:
+    """out[k] = the slots added in order: log_densities' sums exactly."""
+    cdef int s, k
+    for k in range(K):
+        out[k] = acc[k]
+    for s in range(1, nslot):
+        for k in range(K):
+            out[k] = out[k] + acc[s * K + k]
+
+
+cdef class GridTables:
+    """R's binned densities of every column of Z = XV at its grid points.
+
+    For column t: the grid lo[t] + g delta[t] (g = 0..nbin-1) and tables
+    [nbin * K] (entry g * K + k) of log f with linear binning (f_NB_cpp's value) and, for the
+    gradient, f, log f and the kernel derivative sums D with simple binning
+    (df_NB_cpp). The methods are the passes over the points.
+    """
+    cdef _Work wk
+    cdef Py_ssize_t ndim, n, nbin, TK
+    cdef int nslot
+    cdef readonly object Zt, lo, delta, logS_lin, logS_simple, S_simple, D_simple
+
+    def __cinit__(self, double[:, ::1] Zt, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
+                  double eps, const double[::1] beta, bint gradient, int num_threads):
+        cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t, j, off
+        self.wk = _Work(ndim, y, K, h, LINEAR, True, nbin, eps, beta, num_threads)
+        self.Zt = np.asarray(Zt)
+        self.ndim, self.n, self.nbin, self.TK = ndim, n, nbin, nbin * K
+        self.nslot = min(ndim, _NSLOT)
+        self.lo = np.empty(ndim)
+        self.delta = np.empty(ndim)
+        self.logS_lin = np.empty((ndim, self.TK))
+        self.logS_simple = np.empty((ndim, self.TK)) if gradient else None
+        self.S_simple = np.empty((ndim, self.TK)) if gradient else None
+        self.D_simple = np.empty((ndim, self.TK)) if gradient else None
+        cdef double[::1] lov = self.lo, dv = self.delta
+        cdef double[:, ::1] Tl = self.logS_lin
+        cdef double* Tls = _data_or_null(self.logS_simple)
+        cdef double* Ts = _data_or_null(self.S_simple)
+        cdef double* Td = _data_or_null(self.D_simple)
+        cdef Problem Psimple = self.wk.P
+        Psimple.mode = SIMPLE
+        cdef const Problem* P = &self.wk.P
+        cdef Column* cols = self.wk.cols
+        cdef Column* col
+        cdef const int* kat = self.wk.kat
+        cdef int grp, r, tid, bad = 0
+        cdef Py_ssize_t e
+        with nogil:
+            for t in prange(ndim, num_threads=self.wk.nthr, schedule='static'):
+                tid = _thread_id()
+                col = &cols[tid]
+                if _column_setup(P, &Zt[t, 0], col):
+                    bad += 1
+                    continue
+                lov[t] = col.lo_grid
+                dv[t] = col.delta
+                off = 0
+                for grp in range(P.ngroup):
+                    r = P.gsize[grp]
+                    # col.S, col.D [nbin, r] -> entry g * K + (class of column c)
+                    if _column_sums(P, col, &Zt[t, 0], grp, r, NULL, True):
+                        bad += 1
+                    for j in range(nbin * r):
+                        Tl[t, (j // r) * K + kat[off + j % r]] = log(col.S[j])
+                    if gradient:
+                        if _column_sums(&Psimple, col, &Zt[t, 0], grp, r, NULL, True):
+                            bad += 1
+                        for j in range(nbin * r):
+                            e = t * self.TK + (j // r) * K + kat[off + j % r]
+                            Ts[e] = col.S[j]
+                            Tls[e] = log(col.S[j])
+                            Td[e] = col.D[j]
+                    off = off + r
+        if bad:
+            raise MemoryError("not enough memory for the kernel-sum tables")
+
+    def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
+        """(l with linear binning, posteriors [n, K] with simple binning or None):
+        log_posteriors of log_densities' arrays, without forming them."""
+        if posteriors and self.logS_simple is None:
+            raise ValueError("tables built without the gradient's")
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
+        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr, nslot = self.nslot
+        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
+        post = np.empty((n, K)) if posteriors else None
+        terms = np.empty(n)
+        rows = np.empty((nthr, K))
+        accs = np.empty((nthr, B * _NSLOT * K))
+        cols = np.arange(ndim, dtype=np.intp)
+        cdef double* pp = _data_or_null(post)
+        cdef double[::1] tv = terms
+        cdef double[:, ::1] rv = rows
+        cdef double[:, ::1] av = accs
+        cdef const Py_ssize_t[::1] colv = cols
+        cdef const int* y = self.wk.P.y
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef const double* Tls = _data_or_null(self.logS_simple)
+        cdef const double* Z = _data_or_null(self.Zt)
+        cdef const double* lo = _data_or_null(self.lo)
+        cdef const double* delta = _data_or_null(self.delta)
+        cdef Py_ssize_t TK = self.TK, nbin = self.nbin
+        cdef double total = 0.0
+        with nogil:
+            for b in prange(nblk, num_threads=nthr, schedule='static'):
+                tid = _thread_id()
+                i0 = b * B
+                m = min(B, n - i0)
+                _block_slots(Tl, TK, K, Z, n, lo, delta, nbin, &colv[0], ndim, nslot, i0, m, &av[tid, 0])
+                for j in range(m):
+                    _combine(&av[tid, j * nslot * K], nslot, K, &rv[tid, 0])
+                    tv[i0 + j] = _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], NULL)
+                if posteriors:
+                    _block_slots(Tls, TK, K, Z, n, lo, delta, nbin, &colv[0], ndim, nslot, i0, m,
+                                 &av[tid, 0])
+                    for j in range(m):
+                        _combine(&av[tid, j * nslot * K], nslot, K, &rv[tid, 0])
+                        _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], &pp[(i0 + j) * K])
+            # summed in order, so that the value does not depend on the threads
+            for i in range(n):
+                total = total + tv[i]
+        return total / n, post
+
+    def subset_values(self, base, candidates, const double[::1] logprior):
+        """l (linear binning) of the columns base + [j], for each j in candidates,
+        as objective_and_gradient(V[:, base + [j]]) gives it up to the order of
+        the final sum over the points (here by fixed blocks). Each column's
+        tables are built once, so R's greedy ordering costs a pass per step."""
+        bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
+        ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
+        for arr in (bcols, ccols):
+            if arr.size and (arr.min() < 0 or arr.max() >= self.ndim):
+                raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
+        cdef Py_ssize_t n = self.n, j, b, i0, m
+        cdef int K = self.wk.P.K, c, k, tid, nthr = self.wk.nthr
+        cdef int nb = bcols.size, nc = ccols.size
+        cdef int nslot = min(nb + 1, _NSLOT), sc = nb % nslot
+        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B, t
+        if nc == 0:
+            return np.empty(0)
+        bcols = np.r_[bcols, 0]  # never empty
+        cdef const Py_ssize_t[::1] bv = bcols
+        cdef const Py_ssize_t[::1] ccv = ccols
+        part = np.zeros((nblk, nc))
+        rows = np.empty((nthr, K))
+        accs = np.empty((nthr, B * _NSLOT * K))
+        one = np.empty((nthr, _NSLOT * K))
+        cdef double[:, ::1] pv = part
+        cdef double[:, ::1] rv = rows
+        cdef double[:, ::1] av = accs
+        cdef double[:, ::1] ov = one
+        cdef const int* y = self.wk.P.y
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef const double* Z = _data_or_null(self.Zt)
+        cdef const double* lo = _data_or_null(self.lo)
+        cdef const double* delta = _data_or_null(self.delta)
+        cdef Py_ssize_t TK = self.TK, nbin = self.nbin
+        with nogil:
+            for b in prange(nblk, num_threads=nthr, schedule='static'):
+                tid = _thread_id()
+                i0 = b * B
+                m = min(B, n - i0)
+                _block_slots(Tl, TK, K, Z, n, lo, delta, nbin, &bv[0], nb, nslot, i0, m, &av[tid, 0])
+                for c in range(nc):
+                    t = ccv[c]
+                    for j in range(m):
+                        # the candidate goes last, into slot nb % nslot
+                        for k in range(nslot * K):
+                            ov[tid, k] = av[tid, j * nslot * K + k]
+                        _block_add(&Tl[t * TK], K, &Z[t * n + i0 + j], 1, lo[t], delta[t], nbin, &ov[tid, sc * K], 0)
+                        _combine(&ov[tid, 0], nslot, K, &rv[tid, 0])
+                        pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], NULL)
+        return part.sum(axis=0) / n
+
+    def gradient(self, const double[:, ::1] post):
+        """n * dl/dZ [ndim, n] of df_NB_cpp, given the posteriors [n, K].
+
+        The derivative in each z_it: point i as an evaluation point,
+        -sum_k c_ik D_kt(g_i) / h_k with c_ik = (1{y_i = k} - P_ik) / f_kt(g_i),
+        and as a sample point, the kernel sums of the c weights (binned whole
+        into the point's cell) at its grid point. A thread owns whole columns
+        (the c weights are added over the points in order) and walks the
+        points by blocks, so that a block's posteriors stay in cache.
+        """
+        if self.S_simple is None:
+            raise ValueError("tables built without the gradient's")
+        if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
+            raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK
+        cdef const Problem* P = &self.wk.P
+        cdef int K = P.K, k, grp, tid, r, own, c
+        cdef Py_ssize_t i, b, B = _block_len(K), nblk = (n + B - 1) // B, t, g, idx, gi, j
+        cdef int nthr = self.wk.nthr
+        dZ = np.zeros((ndim, n))
+        Wc = np.zeros((ndim, TK))
+        cdef double[:, ::1] dv = dZ
+        cdef double* Wp = _data_or_null(Wc)
+        cdef double[:, ::1] Zt = self.Zt
+        cdef double[::1] lo = self.lo, delta = self.delta
+        cdef double* Ts = _data_or_null(self.S_simple)
+        cdef double* Td = _data_or_null(self.D_simple)
+        cdef Column* cols = self.wk.cols
+        cdef Column* col
+        cdef const int* kat = self.wk.kat
+        cdef double f, pk, bsum, h
+        cdef const double* pp = &post[0, 0]
+        cdef Py_ssize_t e
+        cdef int bad = 0, goff, yi
+        with nogil:
+            for own in prange(nthr, num_threads=nthr, schedule='static'):
+                tid = _thread_id()
+                col = &cols[tid]
+                for b in range(nblk):
+                    t = own
+                    while t < ndim:
+                        for i in range(b * B, min(n, (b + 1) * B)):
+                            e = t * TK + _grid_cell(Zt[t, i], lo[t], delta[t], nbin) * K
+                            yi = P.y[i]
+                            goff = 0
+                            for grp in range(P.ngroup):
+                                r = P.gsize[grp]
+                                bsum = 0.0
+                                for c in range(r):
+                                    k = kat[goff + c]
+                                    f = Ts[e + k]
+                                    # f = 0 only where class k is hundreds of bandwidths
+                                    # away: then P_ik = 0 too and every term it meets is 0
+                                    pk = ((1.0 if yi == k else 0.0) - pp[i * K + k]) / f if f > 0.0 else 0.0
+                                    Wp[e + k] += pk
+                                    bsum = bsum + pk * Td[e + k]
+                                dv[t, i] -= bsum / P.gh[grp]
+                                goff = goff + r
+                        t = t + nthr
+                # the sample-point term: sums of each column's c weights at its grid
+                t = own
+                while t < ndim:
+                    for gi in range(nbin):
+                        col.anchors[gi] = lo[t] + gi * delta[t]
+                    goff = 0
+                    for grp in range(P.ngroup):
+                        r = P.gsize[grp]
+                        h = P.gh[grp]
+                        for gi in range(nbin):
+                            for c in range(r):
+                                col.Wa[gi * r + c] = Wp[t * TK + gi * K + kat[goff + c]]
+                        if _sums_on_anchors(col.anchors, nbin, col.Wa, r, h, &P.ker, &col.tb,
+                                            col.anchors, col.ident, nbin, NULL, NULL, col.D, False):
+                            bad += 1
+                        for i in range(n):
+                            k = P.y[i]
+                            if P.gof[k] == grp:
+                                g = _grid_cell(Zt[t, i], lo[t], delta[t], nbin)
+                                dv[t, i] -= P.wcls[k] / h * col.D[g * r + P.cof[k]]
+                        goff = goff + r
+                    t = t + nthr
+        if bad:
+            raise MemoryError("not enough memory for the kernel-sum tables")
+        return dZ
 
 
 def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads):

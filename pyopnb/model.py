@@ -18,7 +18,7 @@ from scipy.special import logsumexp
 from . import _ksum
 from ._validation import as_nbin, as_positive_scalar
 from .ksum import DEFAULT_BETA as _DEFAULT_BETA
-from .objective import check_problem, default_threads, objective_and_gradient
+from .objective import check_problem, default_threads, grid_tables, objective_and_gradient
 
 __all__ = ["OPNBModel", "OPNB", "predict", "factor"]
 
@@ -322,9 +322,18 @@ def _greedy_order(V: np.ndarray, Xs, y0, PI, nbin, compat, threads) -> list:
     h = np.ones(PI.size)
     chosen: list = []
     remaining = list(range(ndim))
+    tables = None
+    if nbin is not None and compat == "R":
+        # a column's grid densities do not depend on the others: build them once
+        p = check_problem(Xs, y0, PI, h)
+        tables = grid_tables(_ksum.project(p.X, V, threads), p, nbin, False, threads)
+        logprior = np.log(p.PI)
     while remaining:
-        scores = [objective_and_gradient(V[:, chosen + [j]], Xs, y0, PI, h, nbin=nbin, compat=compat,
-                                         gradient=False, threads=threads)[0] for j in remaining]
+        if tables is not None:
+            scores = tables.subset_values(chosen, remaining, logprior)
+        else:
+            scores = [objective_and_gradient(V[:, chosen + [j]], Xs, y0, PI, h, nbin=nbin, compat=compat,
+                                             gradient=False, threads=threads)[0] for j in remaining]
         best = int(np.argmax(scores))  # first of the maxima
         chosen.append(remaining.pop(best))
     return chosen

@@ -124,6 +124,11 @@ def _log_densities(Zt: np.ndarray, p: Problem, mode: int, at_anchor: bool, nbin:
     return _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, at_anchor, nbin, _GRID_EPS, DEFAULT_BETA, threads)
 
 
+def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
+    """R's binned densities of each column of Z at its grid points (see _ksum.GridTables)."""
+    return _ksum.GridTables(Zt, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
+
+
 def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int) -> Tuple[float, np.ndarray]:
     """Mean log-likelihood and posteriors from class log densities."""
     with np.errstate(invalid="ignore"):
@@ -162,6 +167,15 @@ def objective_and_gradient(
     # Z' with R's summation order (see _ksum.project), columns of Z contiguous
     Zt = _ksum.project(p.X, Va, thr)
     logprior = np.log(p.PI)
+
+    if binned and compat == "R":
+        # R's binned value and gradient read densities at grid points: per-column tables
+        tables = grid_tables(Zt, p, nb, gradient, thr)
+        value, post = tables.value_and_posteriors(logprior, gradient)
+        if not gradient:
+            return float(value), None
+        grad = (tables.gradient(post) @ p.X).T / p.X.shape[0]
+        return float(value), np.ascontiguousarray(grad)
 
     mode, at_anchor = _modes(binned, compat, False)
     logf = _log_densities(Zt, p, mode, at_anchor, nb, thr)
