@@ -798,12 +798,13 @@ cdef void _column_free(Column* col) noexcept nogil:
 
 cdef inline Py_ssize_t _grid_cell(double z, double lo, double delta, Py_ssize_t nbin) noexcept nogil:
     """R's bin of z: floor((z - lo) / delta), kept in 0..nbin-2."""
-    cdef Py_ssize_t g = <Py_ssize_t> floor((z - lo) / delta)
-    if g < 0:
+    cdef double u = (z - lo) / delta
+    # truncation is floor on [1, nbin - 1), and cheaper than a call to floor
+    if u < 1.0:
         return 0
-    if g > nbin - 2:
+    if u >= nbin - 1:
         return nbin - 2
-    return g
+    return <Py_ssize_t> u
 
 
 cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept nogil:

@@ -18,7 +18,7 @@ from scipy.special import logsumexp
 from . import _ksum
 from ._validation import as_nbin, as_positive_scalar
 from .ksum import DEFAULT_BETA as _DEFAULT_BETA
-from .objective import check_problem, default_threads, grid_tables, objective_and_gradient
+from .objective import Problem, check_problem, default_threads, evaluate, grid_tables
 
 __all__ = ["OPNBModel", "OPNB", "predict", "factor"]
 
@@ -286,8 +286,9 @@ def _check_lam(lam: Any) -> float:
 class _Objective:
     """l(V) - lam pen(V) on a flattened (column-major, as R) V, for the optimiser."""
 
-    def __init__(self, Xs, y0, PI, d, ndim, lam, pen, dpen, nbin, compat, threads):
-        self.args = (Xs, y0, PI, np.ones(PI.size))
+    def __init__(self, problem, d, ndim, lam, pen, dpen, nbin, compat, threads):
+        # validated once by the fit, not at each of the optimiser's evaluations
+        self.problem = problem
         self.d, self.ndim, self.lam = d, ndim, lam
         self.pen, self.dpen = pen, dpen
         self.nbin, self.compat, self.threads = nbin, compat, threads
@@ -298,14 +299,12 @@ class _Objective:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
 
     def value(self, V: np.ndarray) -> float:
-        f, _ = objective_and_gradient(V, *self.args, nbin=self.nbin, compat=self.compat,
-                                      gradient=False, threads=self.threads)
+        f, _ = evaluate(V, self.problem, self.nbin, self.compat, False, self.threads)
         return f - self.lam * self.pen(V)
 
     def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
         V = self.unflat(v)
-        f, g = objective_and_gradient(V, *self.args, nbin=self.nbin, compat=self.compat,
-                                      threads=self.threads)
+        f, g = evaluate(V, self.problem, self.nbin, self.compat, True, self.threads)
         F = f - self.lam * self.pen(V)
         G = g - self.lam * self.dpen(V)
         self.evals += 1
@@ -316,24 +315,22 @@ class _Objective:
         return -F, -G.ravel(order="F")
 
 
-def _greedy_order(V: np.ndarray, Xs, y0, PI, nbin, compat, threads) -> list:
-    """R's column order: forward selection by l (lam = 0), ties to the first."""
+def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads) -> list:
+    """R's column order: forward selection by l (lam = 0, bandwidths 1), ties to the first."""
     ndim = V.shape[1]
-    h = np.ones(PI.size)
     chosen: list = []
     remaining = list(range(ndim))
     tables = None
     if nbin is not None and compat == "R":
         # a column's grid densities do not depend on the others: build them once
-        p = check_problem(Xs, y0, PI, h)
         tables = grid_tables(_ksum.project(p.X, V, threads), p, nbin, False, threads)
         logprior = np.log(p.PI)
     while remaining:
         if tables is not None:
             scores = tables.subset_values(chosen, remaining, logprior)
         else:
-            scores = [objective_and_gradient(V[:, chosen + [j]], Xs, y0, PI, h, nbin=nbin, compat=compat,
-                                             gradient=False, threads=threads)[0] for j in remaining]
+            scores = [evaluate(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, compat, False, threads)[0]
+                      for j in remaining]
         best = int(np.argmax(scores))  # first of the maxima
         chosen.append(remaining.pop(best))
     return chosen
@@ -414,11 +411,11 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
     PI = counts / n
     y0 = codes.astype(np.int32)
     y1 = codes + 1
-    check_problem(Xs, y0, PI, np.ones(K))
+    problem = check_problem(Xs, y0, PI, np.ones(K))
 
     V = _start(V0, Xs, y1, nd)
     pen, dpen = _penalty(C, Xs, y1, d)
-    obj = _Objective(Xs, y0, PI, d, nd, lam_v, pen, dpen, nbin_v, compat, thr)
+    obj = _Objective(problem, d, nd, lam_v, pen, dpen, nbin_v, compat, thr)
 
     iteration = [0]
 
@@ -443,7 +440,7 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
         convergence = 52
     fval = obj.value(Vopt)
 
-    order = _greedy_order(Vopt, Xs, y0, PI, nbin_v, compat, thr)
+    order = _greedy_order(Vopt, problem, nbin_v, compat, thr)
     Vopt = Vopt[:, order]
     norms = np.linalg.norm(Vopt, axis=0)
     if np.any(norms == 0):

@@ -161,9 +161,16 @@ def objective_and_gradient(
     _check_compat(compat)
     p = check_problem(X, y0, PI, h)
     Va = _check_V(V, p.X.shape[1])
-    binned = nbin is not None
-    nb = as_nbin(nbin, allow_none=False) if binned else 0
+    nb = None if nbin is None else as_nbin(nbin, allow_none=False)
     thr = default_threads() if threads is None else max(1, int(threads))
+    return evaluate(Va, p, nb, compat, gradient, thr)
+
+
+def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradient: bool,
+             thr: int) -> Tuple[float, np.ndarray | None]:
+    """objective_and_gradient on validated input (a fit validates its data once)."""
+    binned = nb is not None
+    Va = np.ascontiguousarray(Va, dtype=np.float64)
     # Z' with R's summation order (see _ksum.project), columns of Z contiguous
     Zt = _ksum.project(p.X, Va, thr)
     logprior = np.log(p.PI)
