@@ -1287,28 +1287,51 @@ cdef class GridTables:
     """R's binned densities of every column of Z = XV at its grid points.
 
     For column t: the grid lo[t] + g delta[t] (g = 0..nbin-1) and tables
-    [nbin * K] (entry g * K + k) of log f with linear binning (f_NB_cpp's value) and, for the
-    gradient, f, log f and the kernel derivative sums D with simple binning
-    (df_NB_cpp). The methods are the passes over the points.
+    [nbin * K] (entry g * K + k) of log f with linear binning (f_NB_cpp's
+    value) and, for the gradient, f, log f and the kernel derivative sums D
+    with simple binning (df_NB_cpp). ``update(Zt)`` builds them for a Z; the
+    other methods are the passes over the points. One object serves all of a
+    fit's evaluations, so its buffers are allocated once (fresh pages cost a
+    tenth of an evaluation at n = 1e6).
     """
     cdef _Work wk
-    cdef Py_ssize_t ndim, n, nbin, TK
+    cdef readonly Py_ssize_t ndim, n, nbin
+    cdef Py_ssize_t TK
     cdef int nslot
+    cdef readonly bint has_gradient
     cdef readonly object Zt, lo, delta, logS_lin, logS_simple, S_simple, D_simple
+    cdef object _post, _terms, _dZ, _W
 
-    def __cinit__(self, double[:, ::1] Zt, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
+    def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads):
-        cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t, j, off
+        if ndim < 1 or nbin < 2:
+            raise ValueError("need ndim >= 1 and nbin >= 2")
         self.wk = _Work(ndim, y, K, h, LINEAR, True, nbin, eps, beta, num_threads)
-        self.Zt = np.asarray(Zt)
-        self.ndim, self.n, self.nbin, self.TK = ndim, n, nbin, nbin * K
+        self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self.nslot = min(ndim, _NSLOT)
+        self.has_gradient = gradient
+        self.Zt = None
         self.lo = np.empty(ndim)
         self.delta = np.empty(ndim)
         self.logS_lin = np.empty((ndim, self.TK))
         self.logS_simple = np.empty((ndim, self.TK)) if gradient else None
         self.S_simple = np.empty((ndim, self.TK)) if gradient else None
         self.D_simple = np.empty((ndim, self.TK)) if gradient else None
+        # the passes' outputs, reused from one Z to the next (a fit's evaluations)
+        self._post = None
+        self._terms = np.empty(self.n)
+        self._dZ = None
+        self._W = None
+
+    def update(self, double[:, ::1] Zt):
+        """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
+        passes are overwritten by the next passes."""
+        cdef Py_ssize_t ndim = self.ndim, n = self.n, nbin = self.nbin, t, j, off
+        cdef int K = self.wk.P.K
+        if Zt.shape[0] != ndim or Zt.shape[1] != n:
+            raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
+        self.Zt = np.asarray(Zt)
+        cdef bint gradient = self.has_gradient
         cdef double[::1] lov = self.lo, dv = self.delta
         cdef double[:, ::1] Tl = self.logS_lin
         cdef double* Tls = _data_or_null(self.logS_simple)
@@ -1350,17 +1373,25 @@ cdef class GridTables:
                     off = off + r
         if bad:
             raise MemoryError("not enough memory for the kernel-sum tables")
+        return self
+
+    def _check_built(self):
+        if self.Zt is None:
+            raise ValueError("no tables yet: call update(Zt) first")
 
     def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
         """(l with linear binning, posteriors [n, K] with simple binning or None):
         log_posteriors of log_densities' arrays, without forming them."""
+        self._check_built()
         if posteriors and self.logS_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
         cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr, nslot = self.nslot
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
-        post = np.empty((n, K)) if posteriors else None
-        terms = np.empty(n)
+        if posteriors and self._post is None:
+            self._post = np.empty((n, K))
+        post = self._post if posteriors else None
+        terms = self._terms
         rows = np.empty((nthr, K))
         accs = np.empty((nthr, B * _NSLOT * K))
         cols = np.arange(ndim, dtype=np.intp)
@@ -1398,10 +1429,12 @@ cdef class GridTables:
         return total / n, post
 
     def subset_values(self, base, candidates, const double[::1] logprior):
-        """l (linear binning) of the columns base + [j], for each j in candidates,
-        as objective_and_gradient(V[:, base + [j]]) gives it up to the order of
-        the final sum over the points (here by fixed blocks). Each column's
-        tables are built once, so R's greedy ordering costs a pass per step."""
+        """l (linear binning) of the columns base + [j], for each j in candidates:
+        objective_and_gradient(V[:, base + [j]]) up to rounding (the columns'
+        log densities are added in order here, and the points by fixed
+        blocks). Each column's tables are built once, so R's greedy ordering
+        costs a pass over the points per step."""
+        self._check_built()
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
         for arr in (bcols, ccols):
@@ -1410,7 +1443,7 @@ cdef class GridTables:
         cdef Py_ssize_t n = self.n, j, b, i0, m
         cdef int K = self.wk.P.K, c, k, tid, nthr = self.wk.nthr
         cdef int nb = bcols.size, nc = ccols.size
-        cdef int nslot = min(nb + 1, _NSLOT), sc = nb % nslot
+        cdef const double* row
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B, t
         if nc == 0:
             return np.empty(0)
@@ -1419,12 +1452,10 @@ cdef class GridTables:
         cdef const Py_ssize_t[::1] ccv = ccols
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K))
-        accs = np.empty((nthr, B * _NSLOT * K))
-        one = np.empty((nthr, _NSLOT * K))
+        accs = np.empty((nthr, B * K))
         cdef double[:, ::1] pv = part
         cdef double[:, ::1] rv = rows
         cdef double[:, ::1] av = accs
-        cdef double[:, ::1] ov = one
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
         cdef const double* Z = _data_or_null(self.Zt)
@@ -1436,15 +1467,13 @@ cdef class GridTables:
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_slots(Tl, TK, K, Z, n, lo, delta, nbin, &bv[0], nb, nslot, i0, m, &av[tid, 0])
+                _block_slots(Tl, TK, K, Z, n, lo, delta, nbin, &bv[0], nb, 1, i0, m, &av[tid, 0])
                 for c in range(nc):
                     t = ccv[c]
                     for j in range(m):
-                        # the candidate goes last, into slot nb % nslot
-                        for k in range(nslot * K):
-                            ov[tid, k] = av[tid, j * nslot * K + k]
-                        _block_add(&Tl[t * TK], K, &Z[t * n + i0 + j], 1, lo[t], delta[t], nbin, &ov[tid, sc * K], 0)
-                        _combine(&ov[tid, 0], nslot, K, &rv[tid, 0])
+                        row = &Tl[t * TK + _grid_cell(Z[t * n + i0 + j], lo[t], delta[t], nbin) * K]
+                        for k in range(K):
+                            rv[tid, k] = av[tid, j * K + k] + row[k]
                         pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], NULL)
         return part.sum(axis=0) / n
 
@@ -1454,10 +1483,11 @@ cdef class GridTables:
         The derivative in each z_it: point i as an evaluation point,
         -sum_k c_ik D_kt(g_i) / h_k with c_ik = (1{y_i = k} - P_ik) / f_kt(g_i),
         and as a sample point, the kernel sums of the c weights (binned whole
-        into the point's cell) at its grid point. A thread owns whole columns
-        (the c weights are added over the points in order) and walks the
-        points by blocks, so that a block's posteriors stay in cache.
+        into the point's cell) at its grid point. A thread owns whole columns:
+        the c weights are added over the points in order, and the column's
+        tables stay in cache while the posteriors stream past.
         """
+        self._check_built()
         if self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
@@ -1465,10 +1495,15 @@ cdef class GridTables:
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK
         cdef const Problem* P = &self.wk.P
         cdef int K = P.K, k, grp, tid, r, own, c
-        cdef Py_ssize_t i, b, B = _block_len(K), nblk = (n + B - 1) // B, t, g, idx, gi, j
+        cdef Py_ssize_t i, t, g, gi
         cdef int nthr = self.wk.nthr
-        dZ = np.zeros((ndim, n))
-        Wc = np.zeros((ndim, TK))
+        if self._dZ is None:
+            self._dZ = np.empty((ndim, n))
+            self._W = np.empty((ndim, TK))
+        dZ = self._dZ
+        Wc = self._W
+        dZ.fill(0.0)
+        Wc.fill(0.0)
         cdef double[:, ::1] dv = dZ
         cdef double* Wp = _data_or_null(Wc)
         cdef double[:, ::1] Zt = self.Zt
@@ -1486,27 +1521,26 @@ cdef class GridTables:
             for own in prange(nthr, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 col = &cols[tid]
-                for b in range(nblk):
-                    t = own
-                    while t < ndim:
-                        for i in range(b * B, min(n, (b + 1) * B)):
-                            e = t * TK + _grid_cell(Zt[t, i], lo[t], delta[t], nbin) * K
-                            yi = P.y[i]
-                            goff = 0
-                            for grp in range(P.ngroup):
-                                r = P.gsize[grp]
-                                bsum = 0.0
-                                for c in range(r):
-                                    k = kat[goff + c]
-                                    f = Ts[e + k]
-                                    # f = 0 only where class k is hundreds of bandwidths
-                                    # away: then P_ik = 0 too and every term it meets is 0
-                                    pk = ((1.0 if yi == k else 0.0) - pp[i * K + k]) / f if f > 0.0 else 0.0
-                                    Wp[e + k] += pk
-                                    bsum = bsum + pk * Td[e + k]
-                                dv[t, i] -= bsum / P.gh[grp]
-                                goff = goff + r
-                        t = t + nthr
+                t = own
+                while t < ndim:
+                    for i in range(n):
+                        e = t * TK + _grid_cell(Zt[t, i], lo[t], delta[t], nbin) * K
+                        yi = P.y[i]
+                        goff = 0
+                        for grp in range(P.ngroup):
+                            r = P.gsize[grp]
+                            bsum = 0.0
+                            for c in range(r):
+                                k = kat[goff + c]
+                                f = Ts[e + k]
+                                # f = 0 only where class k is hundreds of bandwidths
+                                # away: then P_ik = 0 too and every term it meets is 0
+                                pk = ((1.0 if yi == k else 0.0) - pp[i * K + k]) / f if f > 0.0 else 0.0
+                                Wp[e + k] += pk
+                                bsum = bsum + pk * Td[e + k]
+                            dv[t, i] -= bsum / P.gh[grp]
+                            goff = goff + r
+                    t = t + nthr
                 # the sample-point term: sums of each column's c weights at its grid
                 t = own
                 while t < ndim:
@@ -1534,19 +1568,24 @@ cdef class GridTables:
         return dZ
 
 
-def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads):
+def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out=None):
     """Z' = (X V)', each entry summed over the features in order, without FMA.
 
     That is how R's reference BLAS forms X %*% V. OpenBLAS rounds differently,
     and on ill-conditioned problems the last bit of Z decides where
     L-BFGS-B's line search stops, so R's fits are only reproduced with R's order.
+    ``out``: a C-contiguous [ndim, n] float64 array to write into (else a new one).
     """
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], nd = V.shape[1], i, j, l
     if V.shape[0] != p:
         raise ValueError("V must have as many rows as X has columns")
     Vt = np.ascontiguousarray(np.asarray(V).T)
     cdef const double[:, ::1] vt = Vt
-    Zt = np.empty((nd, n))
+    if (isinstance(out, np.ndarray) and out.shape == (nd, n) and out.dtype == np.float64
+            and out.flags.c_contiguous and out.flags.writeable):
+        Zt = out
+    else:
+        Zt = np.empty((nd, n))
     cdef double[:, ::1] zt = Zt
     cdef double s0, s1, s2, s3, x
     with nogil:

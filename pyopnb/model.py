@@ -18,7 +18,7 @@ from scipy.special import logsumexp
 from . import _ksum
 from ._validation import as_nbin, as_positive_scalar
 from .ksum import DEFAULT_BETA as _DEFAULT_BETA
-from .objective import Problem, check_problem, default_threads, evaluate, grid_tables
+from .objective import Problem, Workspace, check_problem, default_threads, evaluate, grid_tables
 
 __all__ = ["OPNBModel", "OPNB", "predict", "factor"]
 
@@ -289,6 +289,7 @@ class _Objective:
     def __init__(self, problem, d, ndim, lam, pen, dpen, nbin, compat, threads):
         # validated once by the fit, not at each of the optimiser's evaluations
         self.problem = problem
+        self.ws = Workspace()
         self.d, self.ndim, self.lam = d, ndim, lam
         self.pen, self.dpen = pen, dpen
         self.nbin, self.compat, self.threads = nbin, compat, threads
@@ -299,12 +300,12 @@ class _Objective:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
 
     def value(self, V: np.ndarray) -> float:
-        f, _ = evaluate(V, self.problem, self.nbin, self.compat, False, self.threads)
+        f, _ = evaluate(V, self.problem, self.nbin, self.compat, False, self.threads, self.ws)
         return f - self.lam * self.pen(V)
 
     def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
         V = self.unflat(v)
-        f, g = evaluate(V, self.problem, self.nbin, self.compat, True, self.threads)
+        f, g = evaluate(V, self.problem, self.nbin, self.compat, True, self.threads, self.ws)
         F = f - self.lam * self.pen(V)
         G = g - self.lam * self.dpen(V)
         self.evals += 1

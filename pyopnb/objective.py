@@ -126,7 +126,8 @@ def _log_densities(Zt: np.ndarray, p: Problem, mode: int, at_anchor: bool, nbin:
 
 def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
     """R's binned densities of each column of Z at its grid points (see _ksum.GridTables)."""
-    return _ksum.GridTables(Zt, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
+    tables = _ksum.GridTables(Zt.shape[0], p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
+    return tables.update(Zt)
 
 
 def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int) -> Tuple[float, np.ndarray]:
@@ -166,18 +167,35 @@ def objective_and_gradient(
     return evaluate(Va, p, nb, compat, gradient, thr)
 
 
+class Workspace:
+    """Buffers that a fit's evaluations share (Z and R's binned tables): the
+    same problem, V of the same shape, evaluated a hundred times."""
+
+    def __init__(self) -> None:
+        self.Zt: np.ndarray | None = None
+        self.tables: "_ksum.GridTables | None" = None
+
+
 def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradient: bool,
-             thr: int) -> Tuple[float, np.ndarray | None]:
+             thr: int, ws: Workspace | None = None) -> Tuple[float, np.ndarray | None]:
     """objective_and_gradient on validated input (a fit validates its data once)."""
     binned = nb is not None
     Va = np.ascontiguousarray(Va, dtype=np.float64)
     # Z' with R's summation order (see _ksum.project), columns of Z contiguous
-    Zt = _ksum.project(p.X, Va, thr)
+    Zt = _ksum.project(p.X, Va, thr, out=None if ws is None else ws.Zt)
+    if ws is not None:
+        ws.Zt = Zt
     logprior = np.log(p.PI)
 
     if binned and compat == "R":
         # R's binned value and gradient read densities at grid points: per-column tables
-        tables = grid_tables(Zt, p, nb, gradient, thr)
+        tables = None if ws is None else ws.tables
+        if (tables is None or tables.ndim != Va.shape[1] or tables.nbin != nb
+                or (gradient and not tables.has_gradient)):
+            tables = _ksum.GridTables(Va.shape[1], p.y0, p.K, p.h, nb, _GRID_EPS, DEFAULT_BETA, gradient, thr)
+        if ws is not None:
+            ws.tables = tables
+        tables.update(Zt)
         value, post = tables.value_and_posteriors(logprior, gradient)
         if not gradient:
             return float(value), None
