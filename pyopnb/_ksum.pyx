@@ -26,7 +26,7 @@ spread of x and returns NaN past about 745 bandwidths.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport exp, log, log1p, floor, INFINITY
+from libc.math cimport exp, log, log1p, floor, sqrt, INFINITY
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset, memcpy
 
@@ -1615,3 +1615,74 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
                 zt[j, i] = s0
                 j = j + 1
     return Zt
+
+
+# ---------------------------------------------------------------------------
+# R's column statistics, to the bit: R sums left to right in long double
+# ---------------------------------------------------------------------------
+
+cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint square,
+                    long double* s) noexcept nogil:
+    """s[j] = sum_i (X[i, j] - centre[j]) (squared if square), added in row
+    order in long double; centre NULL for 0. Two threads take half of the
+    columns each and read the rows in order, all their columns at once."""
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], i, j, j0, j1
+    cdef int part
+    cdef long double v
+    for part in prange(2, num_threads=2, schedule='static'):
+        j0 = part * p // 2
+        j1 = (part + 1) * p // 2
+        for j in range(j0, j1):
+            s[j] = 0.0
+        for i in range(n):
+            for j in range(j0, j1):
+                v = <long double> X[i, j]
+                if centre != NULL:
+                    v = v - centre[j]
+                if square:
+                    v = v * v
+                s[j] = s[j] + v
+
+
+def r_colmeans(const double[:, ::1] X):
+    """R's colMeans: each column summed left to right in long double, over n."""
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], j
+    out = np.empty(p)
+    cdef double[::1] ov = out
+    cdef long double* s = <long double*> malloc(max(p, 1) * sizeof(long double))
+    if s == NULL:
+        raise MemoryError()
+    with nogil:
+        _col_sums(X, NULL, False, s)
+        for j in range(p):
+            ov[j] = <double> (s[j] / n)
+    free(s)
+    return out
+
+
+def r_sd(const double[:, ::1] X):
+    """R's sd of each column (n >= 2): a long-double mean refined once
+    (m + sum(x - m) / n), then the long-double sum of squared deviations over
+    n - 1, its square root taken in double."""
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], j
+    if n < 2:
+        raise ValueError("sd needs at least two rows")
+    out = np.empty(p)
+    cdef double[::1] ov = out
+    cdef long double* m = <long double*> malloc(max(p, 1) * sizeof(long double))
+    cdef long double* s = <long double*> malloc(max(p, 1) * sizeof(long double))
+    if m == NULL or s == NULL:
+        free(m); free(s)
+        raise MemoryError()
+    with nogil:
+        _col_sums(X, NULL, False, m)
+        for j in range(p):
+            m[j] = m[j] / n
+        _col_sums(X, m, False, s)
+        for j in range(p):
+            m[j] = m[j] + s[j] / n
+        _col_sums(X, m, True, s)
+        for j in range(p):
+            ov[j] = sqrt(<double> (s[j] / (n - 1)))
+    free(m); free(s)
+    return out

@@ -184,16 +184,9 @@ def _check_X(X: Any, name: str, d: Optional[int] = None) -> np.ndarray:
 # fitting
 # ---------------------------------------------------------------------------
 
-def _sequential_sum(A: np.ndarray) -> np.ndarray:
-    """Column sums added left to right, as R's C loops do (numpy's sum is pairwise)."""
-    return np.cumsum(A, axis=0)[-1]
-
-
 def r_colmeans(X: np.ndarray) -> np.ndarray:
-    """R's colMeans: a sequential long-double sum, divided by n (a column at a
-    time: a long-double copy of a large X would double its memory)."""
-    n = X.shape[0]
-    return np.array([float(_sequential_sum(X[:, j].astype(np.longdouble)) / n) for j in range(X.shape[1])])
+    """R's colMeans: each column summed left to right in long double, over n."""
+    return _ksum.r_colmeans(np.ascontiguousarray(X, dtype=np.float64))
 
 
 def r_sd(X: np.ndarray) -> np.ndarray:
@@ -201,15 +194,7 @@ def r_sd(X: np.ndarray) -> np.ndarray:
     squared deviations over n - 1, all summed left to right. Matching R to
     the bit matters: the start's eigenvector signs, and so R's binned fits,
     can change with an ulp of the scaled data."""
-    n = X.shape[0]
-    out = np.empty(X.shape[1])
-    for j in range(X.shape[1]):
-        xl = X[:, j].astype(np.longdouble)
-        m = _sequential_sum(xl) / n
-        m = m + _sequential_sum(xl - m) / n
-        dev = xl - m
-        out[j] = np.sqrt(float(_sequential_sum(dev * dev) / (n - 1)))
-    return out
+    return _ksum.r_sd(np.ascontiguousarray(X, dtype=np.float64))
 
 
 def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -202,6 +202,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         grad = (tables.gradient(post) @ p.X).T / p.X.shape[0]
         return float(value), np.ascontiguousarray(grad)
 
+    nb = nb if binned else 0  # the core's "no grid"
     mode, at_anchor = _modes(binned, compat, False)
     logf = _log_densities(Zt, p, mode, at_anchor, nb, thr)
     squared = compat == "R" and not binned

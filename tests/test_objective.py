@@ -184,3 +184,95 @@ def test_projection_sums_features_in_order():
         Zt = _ksum.project(X, V, threads)
         np.testing.assert_array_equal(Zt, ref)
     np.testing.assert_allclose(Zt, (X @ V).T, rtol=1e-12, atol=1e-12 * np.abs(X).max())
+
+
+# R's binned objective has two implementations: the column-at-a-time passes
+# (log_densities, log_density_gradient), which also serve the exact and the
+# correct modes, and GridTables, which a fit uses. They must agree.
+_BETA = np.array([0.25, 0.25])
+
+
+def _column_passes(Zt, y, K, h, nbin, logprior):
+    from pyopnb import _ksum
+
+    lf = _ksum.log_densities(Zt, y, K, h, 2, True, nbin, 1e-8, _BETA, 2)
+    value, _ = _ksum.log_posteriors(lf, y, logprior, 2)
+    _, post = _ksum.log_posteriors(_ksum.log_densities(Zt, y, K, h, 1, True, nbin, 1e-8, _BETA, 2), y, logprior, 2)
+    return value, post, _ksum.log_density_gradient(Zt, y, K, h, 1, True, nbin, 1e-8, post, _BETA, 2)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), n=st.integers(3, 400), ndim=st.integers(1, 9), K=st.integers(2, 5),
+       nbin=st.integers(2, 300), groups=st.booleans(), threads=st.integers(1, 3))
+def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, threads):
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(seed)
+    n = max(n, K)
+    Zt = rng.normal(size=(ndim, n)) * rng.uniform(0.1, 10)
+    y = rng.integers(0, K, n).astype(np.int32)
+    y[:K] = np.arange(K)
+    logprior = np.log(np.bincount(y, minlength=K) / n)
+    h = rng.choice([0.5, 1.0, 2.0], K) if groups else np.ones(K)
+    value, post, dZ = _column_passes(Zt, y, K, h, nbin, logprior)
+    tables = _ksum.GridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, threads)
+    # a second Z through the same object: its buffers are reused
+    tables.update(rng.normal(size=(ndim, n)))
+    tables.value_and_posteriors(logprior, True)
+    tables.update(Zt)
+    v2, post2 = tables.value_and_posteriors(logprior, True)
+    assert v2 == value  # the same additions in the same order
+    np.testing.assert_array_equal(post2, post)
+    dZ2 = tables.gradient(post2)
+    if len(set(h)) == 1:
+        np.testing.assert_array_equal(dZ2, dZ)
+    else:  # bandwidth groups add their terms in another order
+        np.testing.assert_allclose(dZ2, dZ, rtol=1e-12, atol=1e-12 * np.abs(dZ).max())
+
+
+def test_grid_subset_values_are_the_objective_of_the_subsets():
+    from pyopnb import _ksum
+    from pyopnb.objective import check_problem, grid_tables
+
+    V, X, y, PI = problem(5, n=300, d=6, ndim=5, K=4)
+    p = check_problem(X, y, PI, np.ones(4))
+    tables = grid_tables(_ksum.project(p.X, V, 2), p, 50, False, 2)
+    got = tables.subset_values([3, 1], [0, 2, 4], np.log(PI))
+    want = [f_NB_cpp(V[:, [3, 1, j]], X, y, PI, np.ones(4), nbin=50) for j in (0, 2, 4)]
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    assert tables.subset_values([], [2], np.log(PI))[0] == pytest.approx(
+        f_NB_cpp(V[:, [2]], X, y, PI, np.ones(4), nbin=50), rel=1e-14)
+    with pytest.raises(ValueError, match="column indices"):
+        tables.subset_values([5], [0], np.log(PI))
+    with pytest.raises(ValueError, match="without the gradient"):
+        tables.gradient(np.zeros((300, 4)))
+    with pytest.raises(ValueError, match="Zt must be"):
+        tables.update(np.zeros((5, 10)))
+
+
+def test_r_column_statistics_are_long_double_sums_in_order():
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(501, 5)) * np.array([1e-8, 1.0, 1e3, 1e8, 3.0]) + 1e4
+    for j in range(5):
+        s = np.longdouble(0)
+        for v in X[:, j]:
+            s = s + np.longdouble(v)
+        assert _ksum.r_colmeans(X)[j] == float(s / 501)
+    Xc = X - _ksum.r_colmeans(X)
+    xl = Xc[:, 2].astype(np.longdouble)
+    m = np.longdouble(0)
+    for v in xl:
+        m = m + v
+    m = m / 501
+    r = np.longdouble(0)
+    for v in xl:
+        r = r + (v - m)
+    m = m + r / 501
+    ss = np.longdouble(0)
+    for v in xl:
+        ss = ss + (v - m) * (v - m)
+    assert _ksum.r_sd(Xc)[2] == np.sqrt(float(ss / 500))
+    with pytest.raises(ValueError, match="two rows"):
+        _ksum.r_sd(Xc[:1])
