@@ -839,18 +839,19 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept 
     for i in range(n):
         g = _grid_cell(z[i], col.lo_grid, col.delta, P.nbin)
         col.bin[i] = g
+        if P.at_anchor:
+            # densities read at the cell's grid point: no anchor search
+            col.row[i] = g
+            continue
         # the last anchor <= z, robust to the rounding of floor(u)
         while g > 0 and col.anchors[g] > z[i]:
             g -= 1
         while g + 1 < P.nbin and col.anchors[g + 1] <= z[i]:
             g += 1
         col.lo[i] = g
-        if P.at_anchor:
-            col.row[i] = col.bin[i]
-        else:
-            col.row[i] = i
-            col.ev[i] = z[i]
-            col.evlo[i] = g
+        col.row[i] = i
+        col.ev[i] = z[i]
+        col.evlo[i] = g
     if P.at_anchor:
         # R reads each point's density at its grid point: evaluate the grid once
         col.m = P.nbin
@@ -1686,3 +1687,4 @@ def r_sd(const double[:, ::1] X):
             ov[j] = sqrt(<double> (s[j] / (n - 1)))
     free(m); free(s)
     return out
+
