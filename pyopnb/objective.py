@@ -124,10 +124,13 @@ def _log_densities(Zt: np.ndarray, p: Problem, mode: int, at_anchor: bool, nbin:
     return _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, at_anchor, nbin, _GRID_EPS, DEFAULT_BETA, threads)
 
 
+def _new_tables(ndim: int, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
+    return _ksum.GridTables(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
+
+
 def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
     """R's binned densities of each column of Z at its grid points (see _ksum.GridTables)."""
-    tables = _ksum.GridTables(Zt.shape[0], p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
-    return tables.update(Zt)
+    return _new_tables(Zt.shape[0], p, nbin, gradient, threads).update(Zt)
 
 
 def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int) -> Tuple[float, np.ndarray]:
@@ -192,7 +195,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         tables = None if ws is None else ws.tables
         if (tables is None or tables.ndim != Va.shape[1] or tables.nbin != nb
                 or (gradient and not tables.has_gradient)):
-            tables = _ksum.GridTables(Va.shape[1], p.y0, p.K, p.h, nb, _GRID_EPS, DEFAULT_BETA, gradient, thr)
+            tables = _new_tables(Va.shape[1], p, nb, gradient, thr)
         if ws is not None:
             ws.tables = tables
         tables.update(Zt)
