@@ -1244,34 +1244,34 @@ cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
     return max(8, 4096 // K)
 
 
-cdef void _block_add(const double* Tt, int K, const double* z, Py_ssize_t m, double lo, double delta,
-                     Py_ssize_t nbin, double* acc, Py_ssize_t stride) noexcept nogil:
-    """acc[j * stride + k] += Tt[cell(z[j]) * K + k] for j < m: one column's
+cdef void _block_add(const double* Tt, int K, const int* cell, Py_ssize_t m, double* acc,
+                     Py_ssize_t stride) noexcept nogil:
+    """acc[j * stride + k] += Tt[cell[j] * K + k] for j < m: one column's
     table read at the points' cells."""
     cdef Py_ssize_t j
     cdef int k
     cdef double* a
     cdef const double* row
     for j in range(m):
-        row = &Tt[_grid_cell(z[j], lo, delta, nbin) * K]
+        row = &Tt[cell[j] * K]
         a = &acc[j * stride]
         for k in range(K):
             a[k] = a[k] + row[k]
 
 
-cdef void _block_slots(const double* T, Py_ssize_t TK, int K,
-                       const double* Z, Py_ssize_t n, const double* lo, const double* delta, Py_ssize_t nbin,
+cdef void _block_slots(const double* T, Py_ssize_t TK, int K, const int* C, Py_ssize_t n,
                        const Py_ssize_t* cols, int ncol, int nslot, Py_ssize_t i0, Py_ssize_t m,
                        double* acc) noexcept nogil:
     """acc [m, nslot, K]: for the points i0..i0+m-1, the sums over the columns
-    cols[:ncol] of the tables T [ndim, TK], the column at position p in slot
-    p % nslot (log_densities' slots: see _combine)."""
+    cols[:ncol] of the tables T [ndim, TK] at the points' cells C [ndim, n],
+    the column at position p in slot p % nslot (log_densities' slots: see
+    _combine)."""
     cdef int p
     cdef Py_ssize_t t
     memset(acc, 0, m * nslot * K * sizeof(double))
     for p in range(ncol):
         t = cols[p]
-        _block_add(&T[t * TK], K, &Z[t * n + i0], m, lo[t], delta[t], nbin, &acc[(p % nslot) * K], nslot * K)
+        _block_add(&T[t * TK], K, &C[t * n + i0], m, &acc[(p % nslot) * K], nslot * K)
 
 
 cdef inline void _combine(const double* acc, int nslot, int K, double* out) noexcept nogil:
@@ -1302,11 +1302,12 @@ cdef class GridTables:
     cdef readonly bint has_gradient
     cdef readonly object Zt, lo, delta, logS_lin, logS_simple, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W
+    cdef int[:, ::1] cells  # each point's grid cell in each column
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads):
-        if ndim < 1 or nbin < 2:
-            raise ValueError("need ndim >= 1 and nbin >= 2")
+        if ndim < 1 or nbin < 2 or nbin > 2**31 - 1:
+            raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
         self.wk = _Work(ndim, y, K, h, LINEAR, True, nbin, eps, beta, num_threads)
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self.nslot = min(ndim, _NSLOT)
@@ -1321,6 +1322,7 @@ cdef class GridTables:
         # the passes' outputs, reused from one Z to the next (a fit's evaluations)
         self._post = None
         self._terms = np.empty(self.n)
+        self.cells = np.empty((ndim, self.n), dtype=np.intc)
         self._dZ = None
         self._W = None
 
@@ -1346,6 +1348,7 @@ cdef class GridTables:
         cdef const int* kat = self.wk.kat
         cdef int grp, r, tid, bad = 0
         cdef Py_ssize_t e
+        cdef int[:, ::1] cv = self.cells
         with nogil:
             for t in prange(ndim, num_threads=self.wk.nthr, schedule='static'):
                 tid = _thread_id()
@@ -1355,6 +1358,8 @@ cdef class GridTables:
                     continue
                 lov[t] = col.lo_grid
                 dv[t] = col.delta
+                for j in range(n):
+                    cv[t, j] = <int> col.bin[j]
                 off = 0
                 for grp in range(P.ngroup):
                     r = P.gsize[grp]
@@ -1404,23 +1409,20 @@ cdef class GridTables:
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
         cdef const double* Tls = _data_or_null(self.logS_simple)
-        cdef const double* Z = _data_or_null(self.Zt)
-        cdef const double* lo = _data_or_null(self.lo)
-        cdef const double* delta = _data_or_null(self.delta)
-        cdef Py_ssize_t TK = self.TK, nbin = self.nbin
+        cdef const int* C = &self.cells[0, 0]
+        cdef Py_ssize_t TK = self.TK
         cdef double total = 0.0
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_slots(Tl, TK, K, Z, n, lo, delta, nbin, &colv[0], ndim, nslot, i0, m, &av[tid, 0])
+                _block_slots(Tl, TK, K, C, n, &colv[0], ndim, nslot, i0, m, &av[tid, 0])
                 for j in range(m):
                     _combine(&av[tid, j * nslot * K], nslot, K, &rv[tid, 0])
                     tv[i0 + j] = _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], NULL)
                 if posteriors:
-                    _block_slots(Tls, TK, K, Z, n, lo, delta, nbin, &colv[0], ndim, nslot, i0, m,
-                                 &av[tid, 0])
+                    _block_slots(Tls, TK, K, C, n, &colv[0], ndim, nslot, i0, m, &av[tid, 0])
                     for j in range(m):
                         _combine(&av[tid, j * nslot * K], nslot, K, &rv[tid, 0])
                         _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], &pp[(i0 + j) * K])
@@ -1459,20 +1461,18 @@ cdef class GridTables:
         cdef double[:, ::1] av = accs
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
-        cdef const double* Z = _data_or_null(self.Zt)
-        cdef const double* lo = _data_or_null(self.lo)
-        cdef const double* delta = _data_or_null(self.delta)
-        cdef Py_ssize_t TK = self.TK, nbin = self.nbin
+        cdef const int* C = &self.cells[0, 0]
+        cdef Py_ssize_t TK = self.TK
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_slots(Tl, TK, K, Z, n, lo, delta, nbin, &bv[0], nb, 1, i0, m, &av[tid, 0])
+                _block_slots(Tl, TK, K, C, n, &bv[0], nb, 1, i0, m, &av[tid, 0])
                 for c in range(nc):
                     t = ccv[c]
                     for j in range(m):
-                        row = &Tl[t * TK + _grid_cell(Z[t * n + i0 + j], lo[t], delta[t], nbin) * K]
+                        row = &Tl[t * TK + C[t * n + i0 + j] * K]
                         for k in range(K):
                             rv[tid, k] = av[tid, j * K + k] + row[k]
                         pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], NULL)
@@ -1507,7 +1507,7 @@ cdef class GridTables:
         Wc.fill(0.0)
         cdef double[:, ::1] dv = dZ
         cdef double* Wp = _data_or_null(Wc)
-        cdef double[:, ::1] Zt = self.Zt
+        cdef const int* C = &self.cells[0, 0]
         cdef double[::1] lo = self.lo, delta = self.delta
         cdef double* Ts = _data_or_null(self.S_simple)
         cdef double* Td = _data_or_null(self.D_simple)
@@ -1525,7 +1525,7 @@ cdef class GridTables:
                 t = own
                 while t < ndim:
                     for i in range(n):
-                        e = t * TK + _grid_cell(Zt[t, i], lo[t], delta[t], nbin) * K
+                        e = t * TK + C[t * n + i] * K
                         yi = P.y[i]
                         goff = 0
                         for grp in range(P.ngroup):
@@ -1560,8 +1560,7 @@ cdef class GridTables:
                         for i in range(n):
                             k = P.y[i]
                             if P.gof[k] == grp:
-                                g = _grid_cell(Zt[t, i], lo[t], delta[t], nbin)
-                                dv[t, i] -= P.wcls[k] / h * col.D[g * r + P.cof[k]]
+                                dv[t, i] -= P.wcls[k] / h * col.D[C[t * n + i] * r + P.cof[k]]
                         goff = goff + r
                     t = t + nthr
         if bad:
