@@ -424,7 +424,10 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
                       stacklevel=2)
         Vopt = V
         convergence = 52
-    fval = obj.value(Vopt)
+    if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
+        fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
+    else:
+        fval = obj.value(Vopt)
 
     order = _greedy_order(Vopt, problem, nbin_v, compat, thr)
     Vopt = Vopt[:, order]
