@@ -1381,14 +1381,16 @@ cdef class GridTables:
             raise MemoryError("not enough memory for the kernel-sum tables")
         return self
 
-    def _check_built(self):
+    def _check_built(self, logprior=None):
         if self.Zt is None:
             raise ValueError("no tables yet: call update(Zt) first")
+        if logprior is not None and len(logprior) != self.wk.P.K:
+            raise ValueError(f"logprior must have K = {self.wk.P.K} entries, got {len(logprior)}")
 
     def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
         """(l with linear binning, posteriors [n, K] with simple binning or None):
         log_posteriors of log_densities' arrays, without forming them."""
-        self._check_built()
+        self._check_built(logprior)
         if posteriors and self.logS_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
@@ -1437,7 +1439,7 @@ cdef class GridTables:
         log densities are added in order here, and the points by fixed
         blocks). Each column's tables are built once, so R's greedy ordering
         costs a pass over the points per step."""
-        self._check_built()
+        self._check_built(logprior)
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
         for arr in (bcols, ccols):
@@ -1496,7 +1498,7 @@ cdef class GridTables:
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK
         cdef const Problem* P = &self.wk.P
         cdef int K = P.K, k, grp, tid, r, own, c
-        cdef Py_ssize_t i, t, g, gi
+        cdef Py_ssize_t i, t, gi
         cdef int nthr = self.wk.nthr
         if self._dZ is None:
             self._dZ = np.empty((ndim, n))

@@ -248,6 +248,8 @@ def test_grid_subset_values_are_the_objective_of_the_subsets():
         tables.gradient(np.zeros((300, 4)))
     with pytest.raises(ValueError, match="Zt must be"):
         tables.update(np.zeros((5, 10)))
+    with pytest.raises(ValueError, match="logprior must have K = 4"):
+        tables.value_and_posteriors(np.zeros(3), False)
 
 
 def test_r_column_statistics_are_long_double_sums_in_order():
