@@ -324,10 +324,6 @@ cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
     >= pos[i] and to the right table of the last anchor < pos[i], decayed by
     its distance to each. Tables are [G, r, a+1], zeroed by the caller."""
     cdef Py_ssize_t i, g, gl, gr
-    cdef int c, k
-    cdef int a1 = a + 1
-    cdef double t[64]
-    cdef double w
     for i in range(n):
         g = lo[i]
         if g >= 0 and pos[i] == anchors[g]:
@@ -335,17 +331,19 @@ cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
         else:
             gl, gr = g + 1, g
         if gl < G:
-            _decay((anchors[gl] - pos[i]) / h, a, t)
-            for c in range(r):
-                w = W[i * r + c]
-                for k in range(a1):
-                    Ldep[(gl * r + c) * a1 + k] += w * t[k]
+            _add_decayed((anchors[gl] - pos[i]) / h, a, &W[i * r], r, &Ldep[gl * r * (a + 1)])
         if gr >= 0:
-            _decay((pos[i] - anchors[gr]) / h, a, t)
-            for c in range(r):
-                w = W[i * r + c]
-                for k in range(a1):
-                    Rdep[(gr * r + c) * a1 + k] += w * t[k]
+            _add_decayed((pos[i] - anchors[gr]) / h, a, &W[i * r], r, &Rdep[gr * r * (a + 1)])
+
+
+cdef inline void _add_decayed(double d, int a, const double* w, int r, double* entry) noexcept nogil:
+    """entry[c, k] += w[c] d^k e^-d: weights placed d bandwidths from a table's anchor."""
+    cdef int c, k
+    cdef double t[64]
+    _decay(d, a, t)
+    for c in range(r):
+        for k in range(a + 1):
+            entry[c * (a + 1) + k] += w[c] * t[k]
 
 
 cdef int _recurse(const double* anchors, Py_ssize_t G, int r, double h, int a,

@@ -301,16 +301,20 @@ class _Objective:
         return -F, -G.ravel(order="F")
 
 
-def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads) -> list:
-    """R's column order: forward selection by l (lam = 0, bandwidths 1), ties to the first."""
+def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, tables=None) -> list:
+    """R's column order: forward selection by l (lam = 0, bandwidths 1), ties to the first.
+
+    tables: V's GridTables if the caller has them (R's binned objective)."""
     ndim = V.shape[1]
     chosen: list = []
     remaining = list(range(ndim))
-    tables = None
     if nbin is not None and compat == "R":
-        # a column's grid densities do not depend on the others: build them once
-        tables = grid_tables(_ksum.project(p.X, V, threads), p, nbin, False, threads)
+        # a column's grid densities do not depend on the others: built once
+        if tables is None:
+            tables = grid_tables(_ksum.project(p.X, V, threads), p, nbin, False, threads)
         logprior = np.log(p.PI)
+    else:
+        tables = None
     while remaining:
         if tables is not None:
             scores = tables.subset_values(chosen, remaining, logprior)
@@ -428,8 +432,8 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
         fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
     else:
         fval = obj.value(Vopt)
-
-    order = _greedy_order(Vopt, problem, nbin_v, compat, thr)
+    # either way the workspace now holds Vopt's tables (R's binned objective)
+    order = _greedy_order(Vopt, problem, nbin_v, compat, thr, obj.ws.tables)
     Vopt = Vopt[:, order]
     norms = np.linalg.norm(Vopt, axis=0)
     if np.any(norms == 0):

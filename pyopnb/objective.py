@@ -37,7 +37,8 @@ __all__ = ["f_NB_exact", "df_NB_exact", "f_NB_cpp", "df_NB_cpp", "objective_and_
 
 Compat = Literal["R", "correct"]
 
-_EXACT, _SIMPLE, _LINEAR = 0, 1, 2
+# the core's modes of the column-at-a-time passes (R's binned objective has its own: GridTables)
+_EXACT, _LINEAR = 0, 2
 # R's f_NB_cpp / df_NB_cpp widen the grid of each projected column by this much.
 _GRID_EPS = 1e-8
 
@@ -120,8 +121,6 @@ def _check_V(V: Any, d: int) -> np.ndarray:
     return Va
 
 
-def _log_densities(Zt: np.ndarray, p: Problem, mode: int, at_anchor: bool, nbin: int, threads: int) -> np.ndarray:
-    return _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, at_anchor, nbin, _GRID_EPS, DEFAULT_BETA, threads)
 
 
 def _new_tables(ndim: int, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
@@ -138,14 +137,6 @@ def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int
     with np.errstate(invalid="ignore"):
         value, post = _ksum.log_posteriors(logf, y0, np.ascontiguousarray(logprior, dtype=np.float64), threads)
     return float(value), post
-
-
-def _modes(binned: bool, compat: Compat, gradient: bool) -> Tuple[int, bool]:
-    if not binned:
-        return _EXACT, False
-    if compat == "R":
-        return (_SIMPLE if gradient else _LINEAR), True
-    return _LINEAR, False
 
 
 def _check_compat(compat: str) -> None:
@@ -205,19 +196,17 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         grad = (tables.gradient(post) @ p.X).T / p.X.shape[0]
         return float(value), np.ascontiguousarray(grad)
 
-    nb = nb if binned else 0  # the core's "no grid"
-    mode, at_anchor = _modes(binned, compat, False)
-    logf = _log_densities(Zt, p, mode, at_anchor, nb, thr)
+    # exact sums, or the correct binned value (linear binning, densities at the points)
+    mode, nb = (_LINEAR, nb) if binned else (_EXACT, 0)
+    logf = _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
     squared = compat == "R" and not binned
     value, post = _loglik(logf, p.y0, 2 * logprior if squared else logprior, thr)
     if not gradient:
         return value, None
-
-    gmode, g_at_anchor = _modes(binned, compat, True)
-    if gmode != mode or squared:
-        glogf = logf if gmode == mode else _log_densities(Zt, p, gmode, g_at_anchor, nb, thr)
-        _, post = _loglik(glogf, p.y0, logprior, thr)
-    dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, gmode, g_at_anchor, nb, _GRID_EPS, post, DEFAULT_BETA, thr)
+    if squared:
+        # R's exact value squares the priors, its gradient does not
+        _, post = _loglik(logf, p.y0, logprior, thr)
+    dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr)
     grad = (dZt @ p.X).T / p.X.shape[0]
     return value, np.ascontiguousarray(grad)
 
