@@ -1300,7 +1300,7 @@ cdef class GridTables:
     cdef readonly bint has_gradient
     cdef readonly object Zt, lo, delta, logS_lin, logS_simple, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W
-    cdef int[:, ::1] cells  # each point's grid cell in each column
+    cdef readonly int[:, ::1] cells  # each point's grid cell in each column
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads):
@@ -1433,32 +1433,55 @@ cdef class GridTables:
 
     def subset_values(self, base, candidates, const double[::1] logprior):
         """l (linear binning) of the columns base + [j], for each j in candidates:
-        objective_and_gradient(V[:, base + [j]]) up to rounding (the columns'
-        log densities are added in order here, and the points by fixed
-        blocks). Each column's tables are built once, so R's greedy ordering
-        costs a pass over the points per step."""
+        objective_and_gradient(V[:, base + [j]]) up to rounding.
+
+        Each column's tables are built once, so R's greedy ordering costs a
+        pass over the points per step. A point's log-sum-exp over the classes
+        is split into the base's part and the candidate's: with
+        a_ik = exp(logprior_k + B_ik - m_i) (B the base columns' log densities)
+        and E_tgk = exp(logf_tgk - M_tg) (the candidate's table, each grid row
+        scaled by its largest entry), log sum_k exp(...) = m_i + M_tg +
+        log sum_k a_ik E_tgk. The exponentials are then per point and per grid
+        cell, not per point and candidate: one log per candidate instead of K
+        exps. Where the sum would underflow (the base and the candidate put a
+        point in different classes by over 575 nats) the point takes the
+        direct log-sum-exp.
+        """
         self._check_built(logprior)
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
         for arr in (bcols, ccols):
             if arr.size and (arr.min() < 0 or arr.max() >= self.ndim):
                 raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
-        cdef Py_ssize_t n = self.n, j, b, i0, m
-        cdef int K = self.wk.P.K, c, k, tid, nthr = self.wk.nthr
+        cdef Py_ssize_t n = self.n, j, b, i0, m, g
+        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = self.wk.nthr
         cdef int nb = bcols.size, nc = ccols.size
         cdef const double* row
+        cdef const double* er
+        cdef double* ar
+        cdef double s, mx
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B, t
         if nc == 0:
             return np.empty(0)
         bcols = np.r_[bcols, 0]  # never empty
         cdef const Py_ssize_t[::1] bv = bcols
         cdef const Py_ssize_t[::1] ccv = ccols
+        Tl3 = self.logS_lin.reshape(self.ndim, self.nbin, K)
+        with np.errstate(invalid="ignore"):
+            Mx = Tl3.max(axis=2)
+            Ex = np.exp(Tl3 - Mx[:, :, None]).reshape(self.ndim, self.TK)
+        cdef const double[:, ::1] Mv = Mx
+        cdef const double[:, ::1] Ev = Ex
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K))
         accs = np.empty((nthr, B * K))
+        aexp = np.empty((nthr, B * K))
+        amax = np.empty((nthr, B))
         cdef double[:, ::1] pv = part
         cdef double[:, ::1] rv = rows
         cdef double[:, ::1] av = accs
+        cdef double[:, ::1] xv = aexp
+        cdef double[:, ::1] mv = amax
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
         cdef const int* C = &self.cells[0, 0]
@@ -1469,13 +1492,34 @@ cdef class GridTables:
                 i0 = b * B
                 m = min(B, n - i0)
                 _block_slots(Tl, TK, K, C, n, &bv[0], nb, 1, i0, m, &av[tid, 0])
+                for j in range(m):
+                    ar = &xv[tid, j * K]
+                    mx = -INFINITY
+                    for k in range(K):
+                        ar[k] = logprior[k] + av[tid, j * K + k]
+                        if ar[k] > mx:
+                            mx = ar[k]
+                    for k in range(K):
+                        ar[k] = exp(ar[k] - mx)
+                    mv[tid, j] = mx
                 for c in range(nc):
                     t = ccv[c]
                     for j in range(m):
-                        row = &Tl[t * TK + C[t * n + i0 + j] * K]
+                        g = C[t * n + i0 + j]
+                        yi = y[i0 + j]
+                        row = &Tl[t * TK + g * K]
+                        er = &Ev[t, g * K]
+                        ar = &xv[tid, j * K]
+                        s = 0.0
                         for k in range(K):
-                            rv[tid, k] = av[tid, j * K + k] + row[k]
-                        pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], NULL)
+                            s = s + ar[k] * er[k]
+                        if s >= 1e-250:  # false for NaN (a row of -inf)
+                            pv[b, c] += (logprior[yi] + av[tid, j * K + yi] + row[yi]
+                                         - (mv[tid, j] + Mv[t, g] + log(s)))
+                        else:
+                            for k in range(K):
+                                rv[tid, k] = av[tid, j * K + k] + row[k]
+                            pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, yi, NULL)
         return part.sum(axis=0) / n
 
     def gradient(self, const double[:, ::1] post):

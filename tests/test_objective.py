@@ -256,6 +256,59 @@ def test_grid_subset_values_are_the_objective_of_the_subsets():
         tables.value_and_posteriors(np.zeros(3), False)
 
 
+def _direct_subset_values(tables, base, candidates, logprior, y):
+    """The subsets' l straight from the tables: a log-sum-exp per point."""
+    T = tables.logS_lin.reshape(tables.ndim, tables.nbin, -1)
+    n = tables.n
+    rows = np.arange(n)
+    cells = np.asarray(tables.cells)
+    B = sum((T[t][cells[t]] for t in base), np.zeros((n, T.shape[2])))
+    out = []
+    for j in candidates:
+        v = logprior + B + T[j][cells[j]]
+        mx = v.max(axis=1, keepdims=True)
+        lse = mx[:, 0] + np.log(np.exp(v - mx).sum(axis=1))
+        out.append(np.mean(v[rows, y] - lse))
+    return np.array(out)
+
+
+def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
+    """The factored log-sum-exp against the direct one, with tables edited so
+    that the base and a candidate put points in different classes by up to
+    2000 nats (the factored sum underflows past about 575): each point takes
+    one path or the other, and both must give the direct value."""
+    from pyopnb import _ksum
+    from pyopnb.objective import check_problem, grid_tables
+
+    V, X, y, PI = problem(11, n=400, d=5, ndim=4, K=3)
+    p = check_problem(X, y, PI, np.ones(3))
+    tables = grid_tables(_ksum.project(p.X, V, 2), p, 40, False, 2)
+    logprior = np.log(PI)
+    T = tables.logS_lin.reshape(4, 40, 3)
+    plain = tables.subset_values([0], [1, 2, 3], logprior)
+    np.testing.assert_allclose(plain, _direct_subset_values(tables, [0], [1, 2, 3], logprior, p.y0),
+                               rtol=1e-13)
+    g = np.arange(40)
+    T[0, :, 0] += 100.0 * (g - 20)  # the base favours class 0 on the right
+    T[2, :, 1] += 100.0 * (20 - g)  # a candidate favours class 1 on the left
+    T[3, 5, :] = -np.inf  # a grid cell where no class has density
+    # the factored sum of candidate 2: both paths taken
+    cells = np.asarray(tables.cells)
+    a = logprior + T[0][cells[0]]
+    a = np.exp(a - a.max(axis=1, keepdims=True))
+    E = T[2][cells[2]]
+    E = np.exp(E - E.max(axis=1, keepdims=True))
+    s = (a * E).sum(axis=1)
+    assert 0 < np.sum(s < 1e-250) < len(s)
+    got = tables.subset_values([0], [1, 2], logprior)
+    want = _direct_subset_values(tables, [0], [1, 2], logprior, p.y0)
+    assert np.all(np.isfinite(want))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    if np.any(cells[3] == 5):
+        with np.errstate(invalid="ignore"):
+            assert np.isnan(tables.subset_values([0], [3], logprior)[0])
+
+
 def test_r_column_statistics_are_long_double_sums_in_order():
     from pyopnb import _ksum
 
