@@ -11,7 +11,7 @@ extensions = [
     Extension(
         "pyopnb._ksum",
         ["pyopnb/_ksum.pyx"],
-        include_dirs=[np.get_include()],
+        include_dirs=[np.get_include(), "pyopnb"],
         language="c++",
         # no FMA contraction: sums must round as R's (see _ksum.project)
         extra_compile_args=["-O3", "-std=c++11", "-ffp-contract=off"] + openmp,

@@ -1612,6 +1612,11 @@ cdef class GridTables:
         return dZ
 
 
+cdef extern from "_project.h" nogil:
+    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
+                            Py_ssize_t nd, double* zt, Py_ssize_t n)
+
+
 def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out=None):
     """Z' = (X V)', each entry summed over the features in order, without FMA.
 
@@ -1620,44 +1625,28 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     L-BFGS-B's line search stops, so R's fits are only reproduced with R's order.
     ``out``: a C-contiguous [ndim, n] float64 array to write into (else a new one).
     """
-    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], nd = V.shape[1], i, j, l
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], nd = V.shape[1], i
     if V.shape[0] != p:
         raise ValueError("V must have as many rows as X has columns")
-    Vt = np.ascontiguousarray(np.asarray(V).T)
-    cdef const double[:, ::1] vt = Vt
+    # V padded to an even number of columns: the kernel takes them in pairs
+    Vc = np.zeros((p, nd + nd % 2))
+    Vc[:, :nd] = V
+    cdef Py_ssize_t ndp = Vc.shape[1]
+    cdef const double[:, ::1] vc = Vc
     if (isinstance(out, np.ndarray) and out.shape == (nd, n) and out.dtype == np.float64
             and out.flags.c_contiguous and out.flags.writeable):
         Zt = out
     else:
         Zt = np.empty((nd, n))
+    if n == 0 or nd == 0:
+        return Zt
     cdef double[:, ::1] zt = Zt
-    cdef double s0, s1, s2, s3, x
+    cdef const double* vp = &vc[0, 0] if p > 0 else NULL
+    cdef const double* xp
     with nogil:
         for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
-            j = 0
-            # four independent sums at a time: each still added in feature order
-            while j + 4 <= nd:
-                s0 = 0.0
-                s1 = 0.0
-                s2 = 0.0
-                s3 = 0.0
-                for l in range(p):
-                    x = X[i, l]
-                    s0 = s0 + x * vt[j, l]
-                    s1 = s1 + x * vt[j + 1, l]
-                    s2 = s2 + x * vt[j + 2, l]
-                    s3 = s3 + x * vt[j + 3, l]
-                zt[j, i] = s0
-                zt[j + 1, i] = s1
-                zt[j + 2, i] = s2
-                zt[j + 3, i] = s3
-                j = j + 4
-            while j < nd:
-                s0 = 0.0
-                for l in range(p):
-                    s0 = s0 + X[i, l] * vt[j, l]
-                zt[j, i] = s0
-                j = j + 1
+            xp = &X[i, 0] if p > 0 else NULL
+            pyopnb_project_row(xp, p, vp, ndp, nd, &zt[0, i], n)
     return Zt
 
 

@@ -1,0 +1,66 @@
+/* Z' = (X V)' in R's summation order, with the sums of a row in vector registers.
+ *
+ * Every entry z_ij is sum_l x_il v_lj added over l in order, with no FMA
+ * (R's reference BLAS). A chain of dependent additions runs at the adder's
+ * latency; holding w sums of one row in w / 2 two-lane registers gives w
+ * independent chains, and each lane still adds its own sum in order, so the
+ * bits are the same as a scalar loop's. GCC's vector extension is used
+ * because the compiler keeps an array of sums in memory, not registers.
+ */
+#ifndef PYOPNB_PROJECT_H
+#define PYOPNB_PROJECT_H
+
+#include <stddef.h>
+#include <string.h>
+
+typedef double pyopnb_v2d __attribute__((vector_size(16)));
+
+static inline pyopnb_v2d pyopnb_load2(const double* a) {
+    pyopnb_v2d v;
+    memcpy(&v, a, sizeof v);  /* unaligned */
+    return v;
+}
+
+/* zt[(j0 + j) * n] for j < min(2 W, nd - j0): one row x [p] against V [p, ndp]
+ * (row-major, ndp even, padded with zero columns) */
+template <int W>
+static inline void pyopnb_project_chunk(const double* x, ptrdiff_t p, const double* V, ptrdiff_t ndp,
+                                        ptrdiff_t nd, ptrdiff_t j0, double* zt, ptrdiff_t n) {
+    pyopnb_v2d acc[W];
+    for (int q = 0; q < W; ++q) acc[q] = pyopnb_v2d{0.0, 0.0};
+    for (ptrdiff_t l = 0; l < p; ++l) {
+        const pyopnb_v2d xv = pyopnb_v2d{x[l], x[l]};
+        const double* vr = V + l * ndp + j0;
+        for (int q = 0; q < W; ++q) acc[q] = acc[q] + xv * pyopnb_load2(vr + 2 * q);
+    }
+    for (int q = 0; q < W; ++q) {
+        zt[(j0 + 2 * q) * n] = acc[q][0];
+        if (j0 + 2 * q + 1 < nd) zt[(j0 + 2 * q + 1) * n] = acc[q][1];
+    }
+}
+
+/* one row of Z': zt[j * n] = sum_l x[l] V[l, j] for j < nd; V as above. At
+ * most 24 sums at a time (12 registers), so that a row is read once when
+ * ndim <= 24. */
+static inline void pyopnb_project_row(const double* x, ptrdiff_t p, const double* V, ptrdiff_t ndp,
+                                      ptrdiff_t nd, double* zt, ptrdiff_t n) {
+    ptrdiff_t j = 0;
+    for (; ndp - j > 24; j += 24) pyopnb_project_chunk<12>(x, p, V, ndp, nd, j, zt, n);
+    switch ((ndp - j) / 2) {
+        case 12: pyopnb_project_chunk<12>(x, p, V, ndp, nd, j, zt, n); break;
+        case 11: pyopnb_project_chunk<11>(x, p, V, ndp, nd, j, zt, n); break;
+        case 10: pyopnb_project_chunk<10>(x, p, V, ndp, nd, j, zt, n); break;
+        case 9: pyopnb_project_chunk<9>(x, p, V, ndp, nd, j, zt, n); break;
+        case 8: pyopnb_project_chunk<8>(x, p, V, ndp, nd, j, zt, n); break;
+        case 7: pyopnb_project_chunk<7>(x, p, V, ndp, nd, j, zt, n); break;
+        case 6: pyopnb_project_chunk<6>(x, p, V, ndp, nd, j, zt, n); break;
+        case 5: pyopnb_project_chunk<5>(x, p, V, ndp, nd, j, zt, n); break;
+        case 4: pyopnb_project_chunk<4>(x, p, V, ndp, nd, j, zt, n); break;
+        case 3: pyopnb_project_chunk<3>(x, p, V, ndp, nd, j, zt, n); break;
+        case 2: pyopnb_project_chunk<2>(x, p, V, ndp, nd, j, zt, n); break;
+        case 1: pyopnb_project_chunk<1>(x, p, V, ndp, nd, j, zt, n); break;
+        default: break;
+    }
+}
+
+#endif
