@@ -1282,6 +1282,38 @@ cdef inline void _combine(const double* acc, int nslot, int K, double* out) noex
             out[k] = out[k] + acc[s * K + k]
 
 
+cdef extern from "_simd.h" nogil:
+    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
+                            Py_ssize_t nd, double* zt, Py_ssize_t n)
+    double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
+                             int y, int K, double gh)
+
+
+cdef inline double _grad_point(const Problem* P, const int* kat, const double* S, const double* D,
+                               double* W, const double* post, int yi) noexcept nogil:
+    """Point i as an evaluation point in one column: -sum_k c_ik D_k / h_k,
+    c_ik = (1{y_i = k} - P_ik) / f_k, with the column's tables S, D at the
+    point's cell; adds the c weights into the cell's W."""
+    cdef int grp, r, c, k, goff = 0
+    cdef double f, pk, bsum, d = 0.0
+    if P.ngroup == 1:  # the classes in order (kat is the identity)
+        return pyopnb_grad_point(S, D, W, post, yi, P.K, P.gh[0])
+    for grp in range(P.ngroup):
+        r = P.gsize[grp]
+        bsum = 0.0
+        for c in range(r):
+            k = kat[goff + c]
+            f = S[k]
+            # f = 0 only where class k is hundreds of bandwidths away: then
+            # P_ik = 0 too and every term it meets is 0
+            pk = ((1.0 if yi == k else 0.0) - post[k]) / f if f > 0.0 else 0.0
+            W[k] += pk
+            bsum = bsum + pk * D[k]
+        d = d - bsum / P.gh[grp]
+        goff = goff + r
+    return d
+
+
 cdef class GridTables:
     """R's binned densities of every column of Z = XV at its grid points.
 
@@ -1547,7 +1579,6 @@ cdef class GridTables:
             self._W = np.empty((ndim, TK))
         dZ = self._dZ
         Wc = self._W
-        dZ.fill(0.0)
         Wc.fill(0.0)
         cdef double[:, ::1] dv = dZ
         cdef double* Wp = _data_or_null(Wc)
@@ -1558,10 +1589,10 @@ cdef class GridTables:
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef const int* kat = self.wk.kat
-        cdef double f, pk, bsum, h
+        cdef double h
         cdef const double* pp = &post[0, 0]
         cdef Py_ssize_t e
-        cdef int bad = 0, goff, yi
+        cdef int bad = 0, goff
         with nogil:
             for own in prange(nthr, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
@@ -1570,21 +1601,7 @@ cdef class GridTables:
                 while t < ndim:
                     for i in range(n):
                         e = t * TK + C[t * n + i] * K
-                        yi = P.y[i]
-                        goff = 0
-                        for grp in range(P.ngroup):
-                            r = P.gsize[grp]
-                            bsum = 0.0
-                            for c in range(r):
-                                k = kat[goff + c]
-                                f = Ts[e + k]
-                                # f = 0 only where class k is hundreds of bandwidths
-                                # away: then P_ik = 0 too and every term it meets is 0
-                                pk = ((1.0 if yi == k else 0.0) - pp[i * K + k]) / f if f > 0.0 else 0.0
-                                Wp[e + k] += pk
-                                bsum = bsum + pk * Td[e + k]
-                            dv[t, i] -= bsum / P.gh[grp]
-                            goff = goff + r
+                        dv[t, i] = _grad_point(P, kat, &Ts[e], &Td[e], &Wp[e], &pp[i * K], P.y[i])
                     t = t + nthr
                 # the sample-point term: sums of each column's c weights at its grid
                 t = own
@@ -1610,11 +1627,6 @@ cdef class GridTables:
         if bad:
             raise MemoryError("not enough memory for the kernel-sum tables")
         return dZ
-
-
-cdef extern from "_project.h" nogil:
-    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
-                            Py_ssize_t nd, double* zt, Py_ssize_t n)
 
 
 def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out=None):

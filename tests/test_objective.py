@@ -234,6 +234,29 @@ def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, thr
         np.testing.assert_allclose(dZ2, dZ, rtol=1e-12, atol=1e-12 * np.abs(dZ).max())
 
 
+@pytest.mark.parametrize("K", [2, 3, 4])
+def test_grid_gradient_where_a_class_density_underflows(K):
+    """Classes 1500 bandwidths apart: each class's density is exactly 0 at
+    the other's grid points, where the c weights are 0 by definition. The
+    gradient's two-at-a-time divisions (even and odd K) against the column
+    passes' scalar ones, to the bit."""
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(K)
+    n = 300
+    y = (np.arange(n) % K).astype(np.int32)
+    Zt = np.vstack([rng.normal(size=n) + 1500.0 * y, rng.normal(size=n)])
+    logprior = np.log(np.bincount(y) / n)
+    h = np.ones(K)
+    value, post, dZ = _column_passes(Zt, y, K, h, 200, logprior)
+    tables = _ksum.GridTables(2, y, K, h, 200, 1e-8, _BETA, True, 2).update(Zt)
+    assert np.any(tables.S_simple == 0.0)
+    v2, post2 = tables.value_and_posteriors(logprior, True)
+    dZ2 = tables.gradient(post2)
+    assert np.all(np.isfinite(dZ2))
+    np.testing.assert_array_equal(dZ2, dZ)
+
+
 def test_grid_subset_values_are_the_objective_of_the_subsets():
     from pyopnb import _ksum
     from pyopnb.objective import check_problem, grid_tables

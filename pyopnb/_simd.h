@@ -1,14 +1,19 @@
-/* Z' = (X V)' in R's summation order, with the sums of a row in vector registers.
+/* Two-lane vector kernels of the compiled core (SSE2, the x86-64 baseline).
  *
- * Every entry z_ij is sum_l x_il v_lj added over l in order, with no FMA
- * (R's reference BLAS). A chain of dependent additions runs at the adder's
+ * Each lane does the scalar code's operations in the scalar code's order, so
+ * the bits are the same as the loops they replace; only independent
+ * operations share a register. GCC's vector extension is used because the
+ * compiler does not vectorise these loops itself: it keeps an array of
+ * running sums in memory, and does not speculate a division past a guard.
+ *
+ * Z' = (X V)' in R's summation order. Every entry z_ij is sum_l x_il v_lj
+ * added over l in order, with no FMA (R's reference BLAS). A chain of dependent additions runs at the adder's
  * latency; holding w sums of one row in w / 2 two-lane registers gives w
  * independent chains, and each lane still adds its own sum in order, so the
- * bits are the same as a scalar loop's. GCC's vector extension is used
- * because the compiler keeps an array of sums in memory, not registers.
+ * bits are the same as a scalar loop's.
  */
-#ifndef PYOPNB_PROJECT_H
-#define PYOPNB_PROJECT_H
+#ifndef PYOPNB_SIMD_H
+#define PYOPNB_SIMD_H
 
 #include <stddef.h>
 #include <string.h>
@@ -61,6 +66,37 @@ static inline void pyopnb_project_row(const double* x, ptrdiff_t p, const double
         case 1: pyopnb_project_chunk<1>(x, p, V, ndp, nd, j, zt, n); break;
         default: break;
     }
+}
+
+/* One point as an evaluation point in one column of R's binned gradient, all
+ * classes sharing one bandwidth gh: c_k = (1{y = k} - post_k) / S_k (0 where
+ * S_k is not positive), W_k += c_k, and the result 0 - (sum_k c_k D_k) / gh
+ * with the sum added in class order. The divisions, the longest operation,
+ * go two at a time. */
+static inline double pyopnb_grad_point(const double* S, const double* D, double* W,
+                                       const double* post, int y, int K, double gh) {
+    const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0}, one = pyopnb_v2d{1.0, 1.0};
+    double bsum = 0.0;
+    int k = 0;
+    for (; k + 2 <= K; k += 2) {
+        const pyopnb_v2d f = pyopnb_load2(S + k);
+        const pyopnb_v2d ind = pyopnb_v2d{y == k ? 1.0 : 0.0, y == k + 1 ? 1.0 : 0.0};
+        const pyopnb_v2d num = ind - pyopnb_load2(post + k);
+        const auto pos = f > zero;  /* false for NaN, as the scalar test */
+        const pyopnb_v2d c = pos ? num / (pos ? f : one) : zero;
+        const pyopnb_v2d w = pyopnb_load2(W + k) + c;
+        memcpy(W + k, &w, sizeof w);
+        const pyopnb_v2d cd = c * pyopnb_load2(D + k);
+        bsum = bsum + cd[0];
+        bsum = bsum + cd[1];
+    }
+    if (k < K) {
+        const double f = S[k];
+        const double c = f > 0.0 ? ((y == k ? 1.0 : 0.0) - post[k]) / f : 0.0;
+        W[k] += c;
+        bsum = bsum + c * D[k];
+    }
+    return 0.0 - bsum / gh;
 }
 
 #endif
