@@ -162,12 +162,23 @@ def objective_and_gradient(
 
 
 class Workspace:
-    """Buffers that a fit's evaluations share (Z and R's binned tables): the
-    same problem, V of the same shape, evaluated a hundred times."""
+    """Buffers that a fit's evaluations share (Z, R's binned tables, the
+    column passes' scratch): the same problem, V of the same shape, evaluated
+    a hundred times."""
 
     def __init__(self) -> None:
         self.Zt: np.ndarray | None = None
         self.tables: "_ksum.GridTables | None" = None
+        self.work: Any = None
+        self.work_key: Tuple | None = None
+
+    def column_work(self, p: Problem, mode: int, nb: int, ndim: int, thr: int) -> Any:
+        """The column passes' scratch for this problem and mode (made once)."""
+        key = (mode, nb, ndim, thr)
+        if self.work is None or self.work_key != key:
+            self.work = _ksum.column_work(ndim, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
+            self.work_key = key
+        return self.work
 
 
 def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradient: bool,
@@ -198,7 +209,8 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
 
     # exact sums, or the correct binned value (linear binning, densities at the points)
     mode, nb = (_LINEAR, nb) if binned else (_EXACT, 0)
-    logf = _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
+    work = None if ws is None else ws.column_work(p, mode, nb, Va.shape[1], thr)
+    logf = _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr, work)
     squared = compat == "R" and not binned
     value, post = _loglik(logf, p.y0, 2 * logprior if squared else logprior, thr)
     if not gradient:
@@ -206,7 +218,8 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
     if squared:
         # R's exact value squares the priors, its gradient does not
         _, post = _loglik(logf, p.y0, logprior, thr)
-    dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr)
+    dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr,
+                                     work)
     grad = (dZt @ p.X).T / p.X.shape[0]
     return value, np.ascontiguousarray(grad)
 

@@ -257,6 +257,33 @@ def test_grid_gradient_where_a_class_density_underflows(K):
     np.testing.assert_array_equal(dZ2, dZ)
 
 
+@pytest.mark.parametrize("mode, nbin", [(0, 0), (2, 40)])
+def test_column_work_reused_across_evaluations(mode, nbin):
+    """One scratch object serves a fit's evaluations: the same numbers as
+    fresh scratch, for two different Z in turn; a mismatched problem is refused."""
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(5)
+    n, K, ndim = 200, 3, 3
+    y = (np.arange(n) % K).astype(np.int32)
+    h = np.array([1.0, 1.0, 0.5])
+    args = (y, K, h, mode, False, nbin, 1e-8, _BETA)
+    work = _ksum.column_work(ndim, *args, 2)
+    for _ in range(2):
+        Zt = rng.normal(size=(ndim, n))
+        fresh = _ksum.log_densities(Zt, *args, 2)
+        np.testing.assert_array_equal(_ksum.log_densities(Zt, *args, 2, work), fresh)
+        post = np.full((n, K), 1.0 / K)
+        np.testing.assert_array_equal(_ksum.log_density_gradient(Zt, *args[:-1], post, _BETA, 2, work),
+                                      _ksum.log_density_gradient(Zt, *args[:-1], post, _BETA, 2))
+    with pytest.raises(ValueError, match="another problem"):
+        _ksum.log_densities(Zt, y, K, np.ones(K), mode, False, nbin, 1e-8, _BETA, 2, work)
+    with pytest.raises(ValueError, match="another problem"):
+        _ksum.log_densities(Zt, y.copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
+    with pytest.raises(ValueError, match="another problem"):
+        _ksum.log_densities(Zt[:, :100].copy(), y[:100].copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
+
+
 def test_grid_subset_values_are_the_objective_of_the_subsets():
     from pyopnb import _ksum
     from pyopnb.objective import check_problem, grid_tables
