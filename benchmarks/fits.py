@@ -58,27 +58,39 @@ def r_start(r: R, X: np.ndarray, ndim: int) -> np.ndarray:
                              f"eigen(cov(sweep(Xc, 2, 1 / s, '*')))$vectors[, 1:{ndim}]"))
 
 
+def repeats(n: int) -> int:
+    """Runs per fit, the fastest reported, for pyopnb (each in a fresh
+    process) and R alike: this machine's timings vary by 30-40% from run to
+    run. Fits of a second or two get three; the minutes-long ones one."""
+    return 3 if n <= 10_000 else 1
+
+
 def fit_rows(sizes: List[int], r: R) -> List[List[object]]:
     rows = []
     p, K, ndim = 20, 3, 5
     for n in sizes:
         X, y = make_data(n, p, K)
+        k = repeats(n)
         for name, nbin in (("binned", 1000), ("exact", None)):
             V0 = r_start(r, X, ndim) if r.ok else None
-            ours = fit_pyopnb(n, p, K, ndim, nbin, V0)
+            runs = [fit_pyopnb(n, p, K, ndim, nbin, V0) for _ in range(k)]
+            ours = min(runs, key=lambda res: res["seconds"])
             if r.ok:
                 r.assign("Xb", X)
                 r.ro.globalenv["yb"] = r.ro.StrVector(list(y))
                 nb = "NULL" if nbin is None else nbin
-                t0 = time.perf_counter()
-                fval_r = float(r.ro.r(f"mb <- OPNB(Xb, yb, ndim = {ndim}, nbin = {nb}); mb$fval")[0])
-                t_r, src = time.perf_counter() - t0, "measured"
+                t_r = float("inf")
+                for _ in range(k):
+                    t0 = time.perf_counter()
+                    fval_r = float(r.ro.r(f"mb <- OPNB(Xb, yb, ndim = {ndim}, nbin = {nb}); mb$fval")[0])
+                    t_r = min(t_r, time.perf_counter() - t0)
+                src = "measured" + (f", best of {k}" if k > 1 else "")
                 rel = abs(ours["fval"] - fval_r) / abs(fval_r)
                 agree = f"{rel:.1e}"
             else:
                 t_r, src, agree = SPEC_R.get((name, n), float("nan")), "SPEC.md (not measured)", "-"
-            rows.append([f"fit n={n} {name}", f"{ours['seconds']:.2f}", f"{t_r:.2f}", src,
-                         f"{t_r / ours['seconds']:.1f}x", agree, f"{ours['peak_mb']:.0f}"])
+            rows.append([f"fit n={n} {name}", f"{ours['seconds']:.2f}" + (f" (best of {k})" if k > 1 else ""),
+                         f"{t_r:.2f}", src, f"{t_r / ours['seconds']:.1f}x", agree, f"{ours['peak_mb']:.0f}"])
     return rows
 
 
