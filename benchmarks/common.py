@@ -96,5 +96,7 @@ def table(rows: List[List[object]], header: List[str]) -> str:
     """A markdown table."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
+        if len(r) != len(header):
+            raise ValueError(f"row {r[0]!r} has {len(r)} cells for {len(header)} columns")
         out.append("| " + " | ".join(str(c) for c in r) + " |")
     return "\n".join(out)
