@@ -1144,11 +1144,12 @@ cdef class _Work:
         free(self.gh); free(self.wcls); free(self.kat)
 
 
-def column_work(Py_ssize_t ndim, int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
+def column_work(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
                 Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads):
     """Scratch for log_densities and log_density_gradient with these arguments
-    (and Zt of ndim rows), to pass as their ``work`` when calling them often."""
-    return _Work(ndim, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads)
+    (Zt of any number of rows), to pass as their ``work`` when calling them often."""
+    # the passes use at most _NSLOT threads whatever ndim is
+    return _Work(_NSLOT, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads)
 
 
 cdef _Work _work_for(Py_ssize_t ndim, int[::1] y, int K, double[::1] h, int mode, bint at_anchor,

@@ -301,25 +301,26 @@ class _Objective:
         return -F, -G.ravel(order="F")
 
 
-def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, tables=None) -> list:
+def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional[Workspace] = None) -> list:
     """R's column order: forward selection by l (lam = 0, bandwidths 1), ties to the first.
 
-    tables: V's GridTables if the caller has them (R's binned objective)."""
+    ws: the fit's workspace, if its tables are V's (R's binned objective);
+    the column passes reuse its scratch for the subsets (the others)."""
     ndim = V.shape[1]
     chosen: list = []
     remaining = list(range(ndim))
+    tables = None
     if nbin is not None and compat == "R":
         # a column's grid densities do not depend on the others: built once
+        tables = None if ws is None else ws.tables
         if tables is None:
             tables = grid_tables(_ksum.project(p.X, V, threads), p, nbin, False, threads)
         logprior = np.log(p.PI)
-    else:
-        tables = None
     while remaining:
         if tables is not None:
             scores = tables.subset_values(chosen, remaining, logprior)
         else:
-            scores = [evaluate(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, compat, False, threads)[0]
+            scores = [evaluate(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, compat, False, threads, ws)[0]
                       for j in remaining]
         best = int(np.argmax(scores))  # first of the maxima
         chosen.append(remaining.pop(best))
@@ -433,7 +434,7 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
     else:
         fval = obj.value(Vopt)
     # either way the workspace now holds Vopt's tables (R's binned objective)
-    order = _greedy_order(Vopt, problem, nbin_v, compat, thr, obj.ws.tables)
+    order = _greedy_order(Vopt, problem, nbin_v, compat, thr, obj.ws)
     Vopt = Vopt[:, order]
     norms = np.linalg.norm(Vopt, axis=0)
     if np.any(norms == 0):

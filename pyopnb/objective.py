@@ -172,11 +172,11 @@ class Workspace:
         self.work: Any = None
         self.work_key: Tuple | None = None
 
-    def column_work(self, p: Problem, mode: int, nb: int, ndim: int, thr: int) -> Any:
+    def column_work(self, p: Problem, mode: int, nb: int, thr: int) -> Any:
         """The column passes' scratch for this problem and mode (made once)."""
-        key = (mode, nb, ndim, thr)
+        key = (mode, nb, thr)
         if self.work is None or self.work_key != key:
-            self.work = _ksum.column_work(ndim, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
+            self.work = _ksum.column_work(p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
             self.work_key = key
         return self.work
 
@@ -209,7 +209,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
 
     # exact sums, or the correct binned value (linear binning, densities at the points)
     mode, nb = (_LINEAR, nb) if binned else (_EXACT, 0)
-    work = None if ws is None else ws.column_work(p, mode, nb, Va.shape[1], thr)
+    work = None if ws is None else ws.column_work(p, mode, nb, thr)
     logf = _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr, work)
     squared = compat == "R" and not binned
     value, post = _loglik(logf, p.y0, 2 * logprior if squared else logprior, thr)

@@ -260,7 +260,7 @@ def test_grid_gradient_where_a_class_density_underflows(K):
 @pytest.mark.parametrize("mode, nbin", [(0, 0), (2, 40)])
 def test_column_work_reused_across_evaluations(mode, nbin):
     """One scratch object serves a fit's evaluations: the same numbers as
-    fresh scratch, for two different Z in turn; a mismatched problem is refused."""
+    fresh scratch, for Z of 3, 1 and 6 columns in turn; a mismatched problem is refused."""
     from pyopnb import _ksum
 
     rng = np.random.default_rng(5)
@@ -268,9 +268,9 @@ def test_column_work_reused_across_evaluations(mode, nbin):
     y = (np.arange(n) % K).astype(np.int32)
     h = np.array([1.0, 1.0, 0.5])
     args = (y, K, h, mode, False, nbin, 1e-8, _BETA)
-    work = _ksum.column_work(ndim, *args, 2)
-    for _ in range(2):
-        Zt = rng.normal(size=(ndim, n))
+    work = _ksum.column_work(*args, 2)
+    for nd in (ndim, 1, ndim + 3):
+        Zt = rng.normal(size=(nd, n))
         fresh = _ksum.log_densities(Zt, *args, 2)
         np.testing.assert_array_equal(_ksum.log_densities(Zt, *args, 2, work), fresh)
         post = np.full((n, K), 1.0 / K)
