@@ -937,6 +937,13 @@ cdef int _column_logf(const Problem* P, const double* z, Column* col, double* lo
                 if P.gof[k] == grp:
                     logf[i * P.K + k] += col.S[w + P.cof[k]]
     return 0
+cdef extern from "_simd.h" nogil:
+    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
+                            Py_ssize_t nd, double* zt, Py_ssize_t n)
+    double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
+                             int y, int K, double gh)
+
+
 cdef int _column_grad(const Problem* P, const double* z, Column* col,
                       const double* post, double* gz) noexcept nogil:
     """gz[i] = n * d l / d z_it for this column (see the paper's T1, T2).
@@ -968,13 +975,9 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col,
             w = col.row[i] * r
             if P.ngroup == 1:
                 # one bandwidth for all classes (every fit): column c is class c
-                b = 0.0
                 for c in range(r):
-                    f = col.S[w + c]
-                    pk = ((1.0 if P.y[i] == c else 0.0) - post[i * K + c]) / f if f > 0.0 else 0.0
-                    Wpts[i * r + c] = pk
-                    b = b + pk * col.D[w + c]
-                gz[i] -= b / h
+                    Wpts[i * r + c] = 0.0
+                gz[i] = pyopnb_grad_point(&col.S[w], &col.D[w], &Wpts[i * r], &post[i * K], P.y[i], r, h)
                 continue
             for k in range(K):
                 if P.gof[k] != grp:
@@ -1314,13 +1317,6 @@ cdef inline void _combine(const double* acc, int nslot, int K, double* out) noex
     for s in range(1, nslot):
         for k in range(K):
             out[k] = out[k] + acc[s * K + k]
-
-
-cdef extern from "_simd.h" nogil:
-    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
-                            Py_ssize_t nd, double* zt, Py_ssize_t n)
-    double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
-                             int y, int K, double gh)
 
 
 cdef inline double _grad_point(const Problem* P, const int* kat, const double* S, const double* D,

@@ -171,13 +171,15 @@ class Workspace:
         self.tables: "_ksum.GridTables | None" = None
         self.work: Any = None
         self.work_key: Tuple | None = None
+        self.work_problem: Problem | None = None
 
     def column_work(self, p: Problem, mode: int, nb: int, thr: int) -> Any:
         """The column passes' scratch for this problem and mode (made once)."""
         key = (mode, nb, thr)
-        if self.work is None or self.work_key != key:
+        if self.work is None or self.work_key != key or self.work_problem is not p:
             self.work = _ksum.column_work(p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
             self.work_key = key
+            self.work_problem = p
         return self.work
 
 
