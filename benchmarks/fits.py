@@ -37,12 +37,14 @@ from benchmarks.fits import make_data
 from pyopnb import OPNB
 X, y = make_data({n}, {p}, {K})
 V0 = {V0}
+its = []
 t = time.perf_counter()
-m = OPNB(X, y, ndim={ndim}, nbin={nbin}, V0=None if V0 is None else np.array(V0))
+m = OPNB(X, y, ndim={ndim}, nbin={nbin}, V0=None if V0 is None else np.array(V0),
+         callback=lambda i, f, g: its.append(i))
 el = time.perf_counter() - t
 from benchmarks.common import peak_rss_mb
 peak = peak_rss_mb()  # the whole process, data included
-print(json.dumps(dict(seconds=el, peak_mb=peak, fval=m.fval, convergence=m.convergence)))
+print(json.dumps(dict(seconds=el, peak_mb=peak, fval=m.fval, convergence=m.convergence, iterations=len(its))))
 """
 
 
@@ -139,20 +141,19 @@ def predict_rows(r: R, n_train: int = 100_000, n_test: int = 1_000_000) -> List[
 
 
 def scaling(quick: bool) -> Dict[str, List]:
-    """Fit time and peak memory against n (1e3 to 1e6, or 1e5 if quick;
-    binned and exact), p and ndim (binned)."""
+    """Fit time, L-BFGS-B iterations and peak memory against n (1e3 to 1e6,
+    or 1e5 if quick; binned and exact), p and ndim (binned). Each entry:
+    (value, mode, seconds, peak MB, iterations)."""
     ns = [1_000, 10_000, 100_000] + ([] if quick else [1_000_000])
+    runs = [("n", n, 20, 5, nbin) for n in ns for nbin in (1000, None)]
+    runs += [("p", p, p, 5, 1000) for p in (5, 10, 20, 40)]
+    runs += [("ndim", nd, 20, nd, 1000) for nd in (1, 2, 5, 10, 20)]
     out: Dict[str, List] = {"n": [], "p": [], "ndim": []}
-    for n in ns:
-        for nbin in (1000, None):
-            res = fit_pyopnb(n, 20, 3, 5, nbin)
-            out["n"].append((n, "binned" if nbin else "exact", res["seconds"], res["peak_mb"]))
-    for p in (5, 10, 20, 40):
-        res = fit_pyopnb(20_000, p, 3, 5, 1000)
-        out["p"].append((p, "binned", res["seconds"], res["peak_mb"]))
-    for ndim in (1, 2, 5, 10, 20):
-        res = fit_pyopnb(20_000, 20, 3, ndim, 1000)
-        out["ndim"].append((ndim, "binned", res["seconds"], res["peak_mb"]))
+    for key, value, p, ndim, nbin in runs:
+        n = value if key == "n" else 20_000
+        res = fit_pyopnb(n, p, 3, ndim, nbin)
+        out[key].append((value, "binned" if nbin else "exact", res["seconds"], res["peak_mb"],
+                         max(res["iterations"], 1)))
     return out
 
 
@@ -162,7 +163,9 @@ def plot_scaling(res: Dict[str, List], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    # a fit's time is its iterations times their cost, and the iterations
+    # change from one problem to the next: the middle row shows the cost
+    fig, axes = plt.subplots(3, 3, figsize=(13, 10))
     for j, key in enumerate(("n", "p", "ndim")):
         for kind, marker in (("binned", "o"), ("exact", "s")):
             pts = [r for r in res[key] if r[1] == kind]
@@ -170,8 +173,9 @@ def plot_scaling(res: Dict[str, List], path: Path) -> None:
                 continue
             x = [r[0] for r in pts]
             axes[0, j].plot(x, [r[2] for r in pts], marker=marker, label=kind)
-            axes[1, j].plot(x, [r[3] for r in pts], marker=marker, label=kind)
-        for i, lab in enumerate(("fit seconds", "peak memory (MB)")):
+            axes[1, j].plot(x, [r[2] / r[4] for r in pts], marker=marker, label=kind)
+            axes[2, j].plot(x, [r[3] for r in pts], marker=marker, label=kind)
+        for i, lab in enumerate(("fit seconds", "seconds per L-BFGS-B iteration", "peak memory (MB)")):
             axes[i, j].set_xlabel(key)
             axes[i, j].set_ylabel(lab)
             if key == "n":
@@ -236,8 +240,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.scaling:
         res = scaling(args.quick)
         plot_scaling(res, RESULTS / "scaling.png")
-        srows = [[key, x, kind, f"{sec:.2f}", f"{mb:.0f}"] for key in res for (x, kind, sec, mb) in res[key]]
-        md += "\n\nScaling (plot: results/scaling.png)\n\n" + table(srows, ["varied", "value", "mode", "fit s", "peak MB"])
+        srows = [[key, x, kind, f"{sec:.2f}", it, f"{sec / it:.3f}", f"{mb:.0f}"]
+                 for key in res for (x, kind, sec, mb, it) in res[key]]
+        md += "\n\nScaling (plot: results/scaling.png)\n\n" + table(
+            srows, ["varied", "value", "mode", "fit s", "iterations", "s / iteration", "peak MB"])
     (RESULTS / "fits.md").write_text(md + "\n")
     print(md)
 

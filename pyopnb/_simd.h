@@ -44,6 +44,21 @@ static inline void pyopnb_project_chunk(const double* x, ptrdiff_t p, const doub
     }
 }
 
+/* the last pairs of columns (W or fewer): pyopnb_project_chunk with the
+ * register count known at compile time */
+template <int W>
+static inline void pyopnb_project_tail(int pairs, const double* x, ptrdiff_t p, const double* V,
+                                       ptrdiff_t ndp, ptrdiff_t nd, ptrdiff_t j0, double* zt, ptrdiff_t n) {
+    if (pairs == W)
+        pyopnb_project_chunk<W>(x, p, V, ndp, nd, j0, zt, n);
+    else
+        pyopnb_project_tail<W - 1>(pairs, x, p, V, ndp, nd, j0, zt, n);
+}
+
+template <>
+inline void pyopnb_project_tail<0>(int, const double*, ptrdiff_t, const double*, ptrdiff_t, ptrdiff_t,
+                                   ptrdiff_t, double*, ptrdiff_t) {}
+
 /* one row of Z': zt[j * n] = sum_l x[l] V[l, j] for j < nd; V as above. At
  * most 24 sums at a time (12 registers), so that a row is read once when
  * ndim <= 24. */
@@ -51,21 +66,7 @@ static inline void pyopnb_project_row(const double* x, ptrdiff_t p, const double
                                       ptrdiff_t nd, double* zt, ptrdiff_t n) {
     ptrdiff_t j = 0;
     for (; ndp - j > 24; j += 24) pyopnb_project_chunk<12>(x, p, V, ndp, nd, j, zt, n);
-    switch ((ndp - j) / 2) {
-        case 12: pyopnb_project_chunk<12>(x, p, V, ndp, nd, j, zt, n); break;
-        case 11: pyopnb_project_chunk<11>(x, p, V, ndp, nd, j, zt, n); break;
-        case 10: pyopnb_project_chunk<10>(x, p, V, ndp, nd, j, zt, n); break;
-        case 9: pyopnb_project_chunk<9>(x, p, V, ndp, nd, j, zt, n); break;
-        case 8: pyopnb_project_chunk<8>(x, p, V, ndp, nd, j, zt, n); break;
-        case 7: pyopnb_project_chunk<7>(x, p, V, ndp, nd, j, zt, n); break;
-        case 6: pyopnb_project_chunk<6>(x, p, V, ndp, nd, j, zt, n); break;
-        case 5: pyopnb_project_chunk<5>(x, p, V, ndp, nd, j, zt, n); break;
-        case 4: pyopnb_project_chunk<4>(x, p, V, ndp, nd, j, zt, n); break;
-        case 3: pyopnb_project_chunk<3>(x, p, V, ndp, nd, j, zt, n); break;
-        case 2: pyopnb_project_chunk<2>(x, p, V, ndp, nd, j, zt, n); break;
-        case 1: pyopnb_project_chunk<1>(x, p, V, ndp, nd, j, zt, n); break;
-        default: break;
-    }
+    pyopnb_project_tail<12>((int)((ndp - j) / 2), x, p, V, ndp, nd, j, zt, n);
 }
 
 /* One point as an evaluation point in one column of R's binned gradient, all
