@@ -187,3 +187,19 @@ def test_plot_uses_the_bandwidths_of_the_columns_shown(model):
     seg3 = [p.vertices for c in ax3.collections if type(c).__name__ != "PathCollection" for p in c.get_paths()]
     seg4 = [p.vertices for c in ax4.collections if type(c).__name__ != "PathCollection" for p in c.get_paths()]
     assert any(a.shape != b.shape or not np.allclose(a, b) for a, b in zip(seg3, seg4))
+
+
+def test_openmp_spin_default_and_user_setting():
+    """pyopnb shortens OpenMP's idle spinning before its core loads, unless
+    the user chose a value."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, pyopnb; print(os.environ['GOMP_SPINCOUNT'])"
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "10000"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "GOMP_SPINCOUNT": "5"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "5"
