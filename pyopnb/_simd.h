@@ -7,10 +7,10 @@
  * running sums in memory, and does not speculate a division past a guard.
  *
  * Z' = (X V)' in R's summation order. Every entry z_ij is sum_l x_il v_lj
- * added over l in order, with no FMA (R's reference BLAS). A chain of dependent additions runs at the adder's
- * latency; holding w sums of one row in w / 2 two-lane registers gives w
- * independent chains, and each lane still adds its own sum in order, so the
- * bits are the same as a scalar loop's.
+ * added over l in order, with no FMA (R's reference BLAS). A chain of
+ * dependent additions runs at the adder's latency; holding w sums of one row
+ * in w / 2 two-lane registers gives w independent chains, and each lane still
+ * adds its own sum in order, so the bits are the same as a scalar loop's.
  */
 #ifndef PYOPNB_SIMD_H
 #define PYOPNB_SIMD_H
@@ -76,15 +76,16 @@ static inline void pyopnb_project_row(const double* x, ptrdiff_t p, const double
  * go two at a time. */
 static inline double pyopnb_grad_point(const double* S, const double* D, double* W,
                                        const double* post, int y, int K, double gh) {
-    const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0}, one = pyopnb_v2d{1.0, 1.0};
     double bsum = 0.0;
     int k = 0;
     for (; k + 2 <= K; k += 2) {
-        const pyopnb_v2d f = pyopnb_load2(S + k);
+        const double f0 = S[k], f1 = S[k + 1];
+        /* divide by 1 where f is not positive (false for NaN, as the scalar
+           test), then put 0 there: no division by 0 or NaN is ever made */
+        const bool p0 = f0 > 0.0, p1 = f1 > 0.0;
         const pyopnb_v2d ind = pyopnb_v2d{y == k ? 1.0 : 0.0, y == k + 1 ? 1.0 : 0.0};
-        const pyopnb_v2d num = ind - pyopnb_load2(post + k);
-        const auto pos = f > zero;  /* false for NaN, as the scalar test */
-        const pyopnb_v2d c = pos ? num / (pos ? f : one) : zero;
+        const pyopnb_v2d q = (ind - pyopnb_load2(post + k)) / pyopnb_v2d{p0 ? f0 : 1.0, p1 ? f1 : 1.0};
+        const pyopnb_v2d c = pyopnb_v2d{p0 ? q[0] : 0.0, p1 ? q[1] : 0.0};
         const pyopnb_v2d w = pyopnb_load2(W + k) + c;
         memcpy(W + k, &w, sizeof w);
         const pyopnb_v2d cd = c * pyopnb_load2(D + k);
