@@ -19,6 +19,7 @@
 #include <string.h>
 
 typedef double pyopnb_v2d __attribute__((vector_size(16)));
+typedef long long pyopnb_v2i __attribute__((vector_size(16)));
 
 static inline pyopnb_v2d pyopnb_load2(const double* a) {
     pyopnb_v2d v;
@@ -76,16 +77,19 @@ static inline void pyopnb_project_row(const double* x, ptrdiff_t p, const double
  * go two at a time. */
 static inline double pyopnb_grad_point(const double* S, const double* D, double* W,
                                        const double* post, int y, int K, double gh) {
+    const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0}, one = pyopnb_v2d{1.0, 1.0};
     double bsum = 0.0;
     int k = 0;
     for (; k + 2 <= K; k += 2) {
-        const double f0 = S[k], f1 = S[k + 1];
-        /* divide by 1 where f is not positive (false for NaN, as the scalar
-           test), then put 0 there: no division by 0 or NaN is ever made */
-        const bool p0 = f0 > 0.0, p1 = f1 > 0.0;
+        const pyopnb_v2d f = pyopnb_load2(S + k);
+        /* divide by 1 where f is not positive (the comparison is false for
+           NaN, as the scalar test's), then put +0 there: no division by 0 or
+           NaN is made. Selected by bit masks, which GCC and clang both take */
+        const pyopnb_v2i pos = (pyopnb_v2i)(f > zero);
+        const pyopnb_v2d fs = (pyopnb_v2d)(((pyopnb_v2i)f & pos) | ((pyopnb_v2i)one & ~pos));
         const pyopnb_v2d ind = pyopnb_v2d{y == k ? 1.0 : 0.0, y == k + 1 ? 1.0 : 0.0};
-        const pyopnb_v2d q = (ind - pyopnb_load2(post + k)) / pyopnb_v2d{p0 ? f0 : 1.0, p1 ? f1 : 1.0};
-        const pyopnb_v2d c = pyopnb_v2d{p0 ? q[0] : 0.0, p1 ? q[1] : 0.0};
+        const pyopnb_v2d q = (ind - pyopnb_load2(post + k)) / fs;
+        const pyopnb_v2d c = (pyopnb_v2d)((pyopnb_v2i)q & pos);
         const pyopnb_v2d w = pyopnb_load2(W + k) + c;
         memcpy(W + k, &w, sizeof w);
         const pyopnb_v2d cd = c * pyopnb_load2(D + k);
