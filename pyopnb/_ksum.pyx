@@ -743,7 +743,7 @@ cdef struct Column:
     Py_ssize_t* bin         # n: grid cell of each point (binned)
     Py_ssize_t* lo          # n: last anchor <= z_i
     Py_ssize_t m            # evaluation rows: sorted points, grid points, or points
-    double* ev              # max(n, G): position of each evaluation row
+    const double* ev        # position of each evaluation row: the anchors, or the column's z (not owned)
     Py_ssize_t* evlo        # max(n, G): last anchor <= that position
     Py_ssize_t* row         # n: the evaluation row that gives point i its values
     double* Wa              # max(n, G) x rmax: weights on the anchors
@@ -769,7 +769,6 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
     col.bin = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
     col.lo = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
     col.row = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    col.ev = <double*> _alloc(N * sizeof(double))
     col.evlo = <Py_ssize_t*> _alloc(N * sizeof(Py_ssize_t))
     col.Wa = <double*> _alloc(G * rmax * sizeof(double))
     col.Wpts = <double*> _alloc(n * rmax * sizeof(double))
@@ -778,7 +777,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
     col.D = <double*> _alloc(N * rmax * sizeof(double))
     # deposit tables only where points lie between anchors: the exact binned gradient
     if (_tables_alloc(&col.tb, G, rmax, a1, mode == LINEAR and not at_anchor) or col.anchors == NULL or col.order == NULL
-            or col.bin == NULL or col.lo == NULL or col.row == NULL or col.ev == NULL
+            or col.bin == NULL or col.lo == NULL or col.row == NULL
             or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL
             or col.ident == NULL or col.S == NULL or col.D == NULL):
         return -1
@@ -790,7 +789,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
 
 cdef void _column_free(Column* col) noexcept nogil:
     free(col.anchors); free(col.order); free(col.bin); free(col.lo); free(col.row)
-    free(col.ev); free(col.evlo); free(col.Wa); free(col.Wpts); free(col.ident); free(col.S); free(col.D)
+    free(col.evlo); free(col.Wa); free(col.Wpts); free(col.ident); free(col.S); free(col.D)
     _tables_free(&col.tb)
 
 
@@ -805,16 +804,25 @@ cdef inline Py_ssize_t _grid_cell(double z, double lo, double delta, Py_ssize_t 
     return <Py_ssize_t> u
 
 
+cdef inline void _set_grid(Column* col, double lo, double delta, Py_ssize_t nbin) noexcept nogil:
+    """A binned column's grid, lo + g delta for g < nbin, as its anchors."""
+    cdef Py_ssize_t g
+    col.lo_grid = lo
+    col.delta = delta
+    for g in range(nbin):
+        col.anchors[g] = lo + g * delta
+
+
 cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept nogil:
     """Anchors, evaluation rows and each point's anchor for one column of Z = XV."""
     cdef Py_ssize_t n = P.n, i, q, g
-    cdef double zmin, zmax
+    cdef double zmin, zmax, lo
     if P.mode == EXACT:
         if _argsort(z, n, col.order, col.anchors):
             return -1
         col.G = n
         col.m = n
-        memcpy(col.ev, col.anchors, n * sizeof(double))
+        col.ev = col.anchors
         # evaluate in sorted order (tables read sequentially); a point's
         # anchor for evaluation is its tie group's last
         _last_of_ties(col.anchors, n, col.evlo)
@@ -830,10 +838,8 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept 
         if z[i] > zmax:
             zmax = z[i]
     col.G = P.nbin
-    col.lo_grid = zmin - P.eps
-    col.delta = (zmax + P.eps - col.lo_grid) / (P.nbin - 1)
-    for g in range(P.nbin):
-        col.anchors[g] = col.lo_grid + g * col.delta
+    lo = zmin - P.eps
+    _set_grid(col, lo, (zmax + P.eps - lo) / (P.nbin - 1), P.nbin)
     for i in range(n):
         g = _grid_cell(z[i], col.lo_grid, col.delta, P.nbin)
         col.bin[i] = g
@@ -848,16 +854,16 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col) noexcept 
             g += 1
         col.lo[i] = g
         col.row[i] = i
-        col.ev[i] = z[i]
         col.evlo[i] = g
     if P.at_anchor:
         # R reads each point's density at its grid point: evaluate the grid once
         col.m = P.nbin
+        col.ev = col.anchors
         for g in range(P.nbin):
-            col.ev[g] = col.anchors[g]
             col.evlo[g] = g
     else:
         col.m = n
+        col.ev = z
     return 0
 
 
@@ -937,6 +943,8 @@ cdef int _column_logf(const Problem* P, const double* z, Column* col, double* lo
                 if P.gof[k] == grp:
                     logf[i * P.K + k] += col.S[w + P.cof[k]]
     return 0
+
+
 cdef extern from "_simd.h" nogil:
     void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
                             Py_ssize_t nd, double* zt, Py_ssize_t n)
@@ -1637,8 +1645,7 @@ cdef class GridTables:
                 # the sample-point term: sums of each column's c weights at its grid
                 t = own
                 while t < ndim:
-                    for gi in range(nbin):
-                        col.anchors[gi] = lo[t] + gi * delta[t]
+                    _set_grid(col, lo[t], delta[t], nbin)
                     goff = 0
                     for grp in range(P.ngroup):
                         r = P.gsize[grp]

@@ -121,8 +121,6 @@ def _check_V(V: Any, d: int) -> np.ndarray:
     return Va
 
 
-
-
 def _new_tables(ndim: int, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
     return _ksum.GridTables(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
 
@@ -206,8 +204,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         value, post = tables.value_and_posteriors(logprior, gradient)
         if not gradient:
             return float(value), None
-        grad = (tables.gradient(post) @ p.X).T / p.X.shape[0]
-        return float(value), np.ascontiguousarray(grad)
+        return float(value), _gradient_in_V(tables.gradient(post), p.X)
 
     # exact sums, or the correct binned value (linear binning, densities at the points)
     mode, nb = (_LINEAR, nb) if binned else (_EXACT, 0)
@@ -222,8 +219,12 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         _, post = _loglik(logf, p.y0, logprior, thr)
     dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr,
                                      work)
-    grad = (dZt @ p.X).T / p.X.shape[0]
-    return value, np.ascontiguousarray(grad)
+    return value, _gradient_in_V(dZt, p.X)
+
+
+def _gradient_in_V(dZt: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """dl/dV [d, ndim] from n dl/dZ' [ndim, n]: X' dZ / n."""
+    return np.ascontiguousarray((dZt @ X).T / X.shape[0])
 
 
 def f_NB_exact(V: Any, X: Any, y0: Any, PI: Any, h: Any, compat: Compat = "R") -> float:
