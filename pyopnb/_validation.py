@@ -1,7 +1,7 @@
 """Input checks shared by the public functions: clear errors, never a silent wrong answer."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -47,3 +47,59 @@ def as_positive_scalar(value: Any, name: str, why: str = "") -> float:
     if not np.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be positive and finite{why}, got {value!r}")
     return v
+
+
+def column_names(X: Any) -> Optional[Tuple[str, ...]]:
+    """The column names of a DataFrame (as strings), or None for arrays."""
+    cols = getattr(X, "columns", None)
+    if cols is None:
+        return None
+    return tuple(str(c) for c in cols)
+
+
+def feature_order(names: Sequence[str], expected: Sequence[str], name: str,
+                  absent_ok: Optional[Callable[[str], bool]] = None) -> np.ndarray:
+    """Where each ``expected`` column sits among ``names``: predict, the
+    estimator and the command line all match test columns to training columns
+    by name through this, so a reordered table is read right and a different
+    one is an error, never a silent misreading.
+
+    ``absent_ok(col)`` marks columns that may be missing (position -1) or
+    extra (ignored): the command line's one-hot levels absent from a file.
+    Raises ValueError naming the missing and the extra columns.
+    """
+    names = [str(c) for c in names]
+    expected = [str(c) for c in expected]
+    for what, cols in ((name, names), ("the training data", expected)):
+        seen: set = set()
+        dup = sorted({c for c in cols if c in seen or seen.add(c)})
+        if dup:
+            raise ValueError(f"{what} has repeated column names {dup[:5]}: columns must be matched by name")
+    ok = absent_ok or (lambda c: False)
+    index = {c: i for i, c in enumerate(names)}
+    want = set(expected)
+    missing = [c for c in expected if c not in index and not ok(c)]
+    extra = [c for c in names if c not in want and not ok(c)]
+    if missing or extra:
+        msg = []
+        if missing:
+            msg.append(f"missing {missing}")
+        if extra:
+            msg.append(f"not in training {extra}")
+        raise ValueError(f"{name}: columns differ from the training data: " + "; ".join(msg))
+    return np.array([index.get(c, -1) for c in expected], dtype=np.intp)
+
+
+def align_columns(X: np.ndarray, names: Optional[Sequence[str]], expected: Optional[Sequence[str]], name: str,
+                  absent_ok: Optional[Callable[[str], bool]] = None) -> np.ndarray:
+    """X's columns in the training order when both sides have names (columns
+    allowed absent by ``absent_ok`` are zeros); X as it is otherwise."""
+    if names is None or expected is None:
+        return X
+    pos = feature_order(names, expected, name, absent_ok)
+    if np.array_equal(pos, np.arange(X.shape[1])):
+        return X
+    out = np.zeros((X.shape[0], pos.size), dtype=X.dtype)
+    have = pos >= 0
+    out[:, have] = X[:, pos[have]]
+    return np.ascontiguousarray(out)

@@ -1,23 +1,34 @@
 """The ``pyopnb`` command: fit, predict and plot from CSV files.
 
+    pyopnb demo [--png opnb_pima.png]
     pyopnb fit train.csv --target y [--ndim 3 --lam 1e-3 --nbin 1000 | --exact] [--no-scale] --out model.rds
-    pyopnb predict model.rds test.csv [--proba] --out predictions.csv
-    pyopnb plot model.rds [--data test.csv] --out projection.png
+    pyopnb predict model.rds test.csv [--proba] [--target y] [--r-compatible] --out predictions.csv
+    pyopnb plot model.rds [--data test.csv [--target y]] --out projection.png
 
 CSV files have a header row. Non-numeric feature columns are one-hot encoded
 (said on stderr); the encoded columns are named ``column=level`` and kept
-with the model, so test files are encoded the same way. Models are .rds
-(readable by R's readRDS and predict.OPNB) or .json. Nothing is written when
-a command fails. Exit codes: 0 done, 2 bad input or usage.
+with the model, so test files are encoded the same way, their columns matched
+by name in any order. A test file may still hold the label column: it is
+left out, and with ``--target`` (or the model's own target column) predict
+also prints the accuracy and a confusion table. Posteriors are computed in
+log space, so far-away rows keep their class; ``--r-compatible`` gives R's
+predict.OPNB numbers instead (densities multiplied, underflow to a uniform
+posterior). Models are .rds (readable by R's readRDS and predict.OPNB) or
+.json. Every output path is checked before any work, and nothing is written
+when a command fails. Exit codes: 0 done, 2 bad input or usage (one line on
+stderr).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ._validation import align_columns
 
 _SEP = "="
 
@@ -59,6 +70,11 @@ def _encode(df, path: str, known: Optional[Sequence[str]] = None) -> Tuple[np.nd
         levels = sorted(s.astype(str).unique())
         if known is not None:
             seen = {n.split(_SEP, 1)[1] for n in known if n.startswith(f"{col}{_SEP}")}
+            if not seen and str(col) not in known:
+                # not a training column at all: named among the extra columns by _align
+                parts.append(np.zeros((len(df), 1)))
+                names.append(str(col))
+                continue
             if not seen:
                 raise CLIError(f"{path}: column {col!r} is not numeric here but was numeric in training "
                                f"(values such as {levels[:3]})")
@@ -82,26 +98,34 @@ def _encode(df, path: str, known: Optional[Sequence[str]] = None) -> Tuple[np.nd
 
 
 def _align(X: np.ndarray, names: List[str], model_names: Sequence[str], path: str) -> np.ndarray:
-    missing = [n for n in model_names if n not in names and _SEP not in n]
-    extra = [n for n in names if n not in model_names and _SEP not in n]
-    if missing or extra:
-        msg = []
-        if missing:
-            msg.append(f"missing {missing}")
-        if extra:
-            msg.append(f"not in training {extra}")
-        raise CLIError(f"{path}: columns differ from the training data: " + "; ".join(msg))
-    index = {n: i for i, n in enumerate(names)}
-    # a training level absent from this file is a column of zeros
-    return np.column_stack([X[:, index[n]] if n in index else np.zeros(X.shape[0]) for n in model_names])
+    """X's columns in the model's order; a training level absent from this
+    file is a column of zeros (its one-hot column would be)."""
+    try:
+        return align_columns(X, names, model_names, path, absent_ok=lambda n: _SEP in n)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def _check_out(path: str, suffixes: Sequence[str], what: str) -> None:
+    """Fail before any work, not after a fit, on an output path that cannot be written."""
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        allowed = " or ".join(suffixes) if len(suffixes) <= 2 else ", ".join(suffixes)
+        raise CLIError(f"--out {path}: {what} are {allowed}")
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.is_dir():
+        raise CLIError(f"--out {path}: the folder {folder} does not exist")
+    if p.is_dir():
+        raise CLIError(f"--out {path}: is a folder")
+    if not os.access(folder, os.W_OK):
+        raise CLIError(f"--out {path}: the folder {folder} is not writable")
 
 
 def cmd_fit(args) -> None:
     from .model import OPNB
     from .rio import write_model
 
-    if Path(args.out).suffix.lower() not in (".rds", ".json"):
-        raise CLIError(f"--out {args.out}: model files are .rds or .json")
+    _check_out(args.out, (".rds", ".json"), "model files")
     df = _read_csv(args.train)
     if args.target not in df.columns:
         raise CLIError(f"{args.train}: no target column {args.target!r} (columns: {', '.join(map(str, df.columns))})")
@@ -117,6 +141,7 @@ def cmd_fit(args) -> None:
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     model.feature_names = tuple(names)
+    model.target = str(args.target)
     write_model(model, args.out)
     print(f"fitted OPNB on {X.shape[0]} rows, {X.shape[1]} features, classes {list(model.ynames)}: "
           f"fval {model.fval:.6g}; wrote {args.out}")
@@ -131,16 +156,57 @@ def _load(path: str):
         raise CLIError(str(exc)) from None
 
 
-def _model_matrix(model, path: str) -> np.ndarray:
+def _model_matrix(model, path: str, target: Optional[str] = None):
+    """The model's feature matrix from a CSV file, and the file's labels
+    (None without a label column): ``target``, else the model's own."""
     df = _read_csv(path)
+    label = target if target is not None else model.target
+    labels = None
+    if target is not None and target not in df.columns:
+        raise CLIError(f"{path}: no target column {target!r} (columns: {', '.join(map(str, df.columns))})")
+    if label is not None and label in df.columns:
+        labels = df[label]
+        if labels.isna().any():
+            raise CLIError(f"{path}: the target column {label!r} has missing values")
+        df = df.drop(columns=[label])
     names = model.feature_names
     if names is None:
         X, _ = _encode(df, path)
         if X.shape[1] != model.V.shape[0]:
             raise CLIError(f"{path}: {X.shape[1]} columns, but the model has {model.V.shape[0]} features")
-        return X
+        return X, labels
     X, got = _encode(df, path, known=names)
-    return _align(X, got, names, path)
+    return _align(X, got, names, path), labels
+
+
+def _as_model_labels(labels, model, path: str) -> np.ndarray:
+    """A label column as strings, checked against the model's classes."""
+    known = [str(c) for c in model.ynames]
+    vals = labels.to_numpy()
+    if vals.dtype.kind == "f" and all(float(c).is_integer() for c in vals) and \
+            not set(map(str, vals)) <= set(known):
+        vals = vals.astype(np.int64)  # pandas reads an integer column with gaps as float
+    out = np.asarray([str(v) for v in vals], dtype=object)
+    unknown = sorted(set(out) - set(known))
+    if unknown:
+        raise CLIError(f"{path}: labels {unknown[:5]} are not among the model's classes {known}")
+    return out
+
+
+def _report(truth: np.ndarray, pred: np.ndarray, classes: Sequence[str]) -> str:
+    """Accuracy and a confusion table (rows: true class, columns: predicted)."""
+    classes = [str(c) for c in classes]
+    index = {c: i for i, c in enumerate(classes)}
+    table = np.zeros((len(classes), len(classes)), dtype=np.int64)
+    for t, p in zip(truth, pred):
+        table[index[str(t)], index[str(p)]] += 1
+    width = max(max(map(len, classes)), len(str(table.max())), 4)
+    lines = [f"accuracy {np.trace(table) / table.sum():.4f} ({np.trace(table)} of {table.sum()} rows)",
+             "confusion (rows: true class, columns: predicted)",
+             " " * (width + 1) + " ".join(c.rjust(width) for c in classes)]
+    for c, row in zip(classes, table):
+        lines.append(c.rjust(width) + " " + " ".join(str(v).rjust(width) for v in row))
+    return "\n".join(lines)
 
 
 def cmd_predict(args) -> None:
@@ -149,10 +215,12 @@ def cmd_predict(args) -> None:
     from .model import predict
     from .rio import atomic_path
 
+    _check_out(args.out, (".csv",), "predictions")
     model = _load(args.model)
-    X = _model_matrix(model, args.data)
+    X, labels = _model_matrix(model, args.data, args.target)
+    truth = None if labels is None else _as_model_labels(labels, model, args.data)
     try:
-        out = predict(model, X, log=args.log)
+        out = predict(model, X, log=not args.r_compatible)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     res = pd.DataFrame({"class": out["class"]})
@@ -162,30 +230,52 @@ def cmd_predict(args) -> None:
     with atomic_path(args.out) as tmp:
         res.to_csv(tmp, index=False)
     print(f"predicted {len(res)} rows; wrote {args.out}")
+    if truth is not None:
+        print(_report(truth, out["class"], model.ynames))
 
 
-def cmd_plot(args) -> None:
+def _image_formats() -> Sequence[str]:
     import matplotlib
 
     matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    return tuple(f".{k}" for k in Figure().canvas.get_supported_filetypes())
+
+
+def cmd_plot(args) -> None:
     from .plot import plot
     from .rio import atomic_path
 
+    _check_out(args.out, _image_formats(), "images")
+    if args.target is not None and not args.data:
+        raise CLIError("--target names the label column of --data: give --data too")
     model = _load(args.model)
-    Xte = _model_matrix(model, args.data) if args.data else None
+    Xte, labels = _model_matrix(model, args.data, args.target) if args.data else (None, None)
+    yte = None if labels is None else _as_model_labels(labels, model, args.data)
     try:
-        ax = plot(model, Xte, dims=tuple(args.dims), add_cols=args.regions)
+        ax = plot(model, Xte, dims=args.dims, add_cols=args.regions, yte=yte)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    suffix = Path(args.out).suffix.lower().lstrip(".") or "png"
+    suffix = Path(args.out).suffix.lower().lstrip(".")
     with atomic_path(args.out) as tmp:
         ax.figure.savefig(tmp, format=suffix, dpi=110, bbox_inches="tight")
     print(f"wrote {args.out}")
 
 
+def cmd_demo(args) -> None:
+    from .__main__ import run_demo
+
+    _check_out(args.png, _image_formats(), "images")
+    run_demo(args.png)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="pyopnb", description="Optimal Projections for Naive Bayes, from CSV files.")
     sub = ap.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("demo", help="the main job on built-in data: OPNB on Pima, with a projection plot")
+    m.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
+    m.set_defaults(func=cmd_demo)
     f = sub.add_parser("fit", help="fit a model on a CSV file")
     f.add_argument("train")
     f.add_argument("--target", required=True, help="the class column")
@@ -200,15 +290,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("data")
     p.add_argument("--proba", action="store_true", help="also write the posterior of each class")
-    p.add_argument("--log", action="store_true", help="combine densities in log space (no underflow)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--target", help="the label column of the data: print accuracy and a confusion table "
+                                    "(default: the model's training label column, when the file has it)")
+    p.add_argument("--r-compatible", action="store_true",
+                   help="R's predict.OPNB numbers: densities multiplied, and a row whose densities all "
+                        "underflow gets a uniform posterior and the first class (default: log space)")
+    p.add_argument("--log", action="store_true", help=argparse.SUPPRESS)  # the default now; old scripts pass it
+    p.add_argument("--out", required=True, help="predictions, .csv")
     p.set_defaults(func=cmd_predict)
     g = sub.add_parser("plot", help="plot a model's projection")
     g.add_argument("model")
     g.add_argument("--data", help="a CSV of points to add (test points)")
-    g.add_argument("--dims", type=int, nargs=2, default=[1, 2])
+    g.add_argument("--target", help="the label column of --data: colour its points by class")
+    g.add_argument("--dims", type=int, nargs="+", help="the columns to show, 1-based (default: 1 2, or 1 for "
+                                                      "a one-column model)")
     g.add_argument("--regions", action="store_true", help="shade the class regions")
-    g.add_argument("--out", required=True)
+    g.add_argument("--out", required=True, help="image file; its suffix gives the format (.png, .pdf, .svg, ...)")
     g.set_defaults(func=cmd_plot)
     return ap
 
@@ -217,8 +314,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except CLIError as exc:
-        print(f"pyopnb: error: {exc}", file=sys.stderr)
+    except (CLIError, ValueError, OSError) as exc:
+        # a user's mistake (bad values, unreadable or unwritable files): one line, no traceback
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"pyopnb: error: {msg}", file=sys.stderr)
         return 2
     return 0
 

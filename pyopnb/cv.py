@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -10,6 +10,21 @@ from ._validation import as_positive_scalar
 from .model import OPNB, OPNBModel, _check_lam, _check_X, factor, predict
 
 __all__ = ["OPNB_CV_lam"]
+
+
+def _stratified_folds(k: Any, labels: np.ndarray, random_state: Any) -> List[np.ndarray]:
+    """k stratified folds (test rows of each), shuffled with a fixed seed."""
+    from sklearn.model_selection import StratifiedKFold
+
+    if not isinstance(k, (int, np.integer)) or isinstance(k, (bool, np.bool_)) or k < 2:
+        raise ValueError(f"folds must be a list of index arrays or an integer >= 2, got {k!r}")
+    k = int(k)
+    smallest = int(np.unique(labels, return_counts=True)[1].min())
+    if smallest < k:
+        raise ValueError(f"folds = {k} stratified folds need at least {k} rows of every class; "
+                         f"the smallest class has {smallest}")
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
+    return [test for _, test in skf.split(np.zeros((labels.size, 1)), labels)]
 
 
 def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
@@ -69,7 +84,7 @@ def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress
 def OPNB_CV_lam(
     X: Any,
     y: Any,
-    folds: Sequence[Sequence[int]],
+    folds: Union[int, Sequence[Sequence[int]]],
     nlam: int = 10,
     lam0: float = 1e-4,
     factor_: float = 2.0,
@@ -82,11 +97,14 @@ def OPNB_CV_lam(
     *,
     correct: bool = False,
     progress: bool = False,
+    random_state: Any = 0,
     **kwargs: Any,
 ) -> Dict[str, Any]:
     """Cross-validate the penalty over ``lam0 * factor^(i-1)``, i = 1..nlam, as R's ``OPNB_CV_lam``.
 
-    ``folds`` is a list of 0-based row-index arrays (R's are 1-based). For each
+    ``folds`` is a list of 0-based row-index arrays (R's are 1-based), or an
+    integer k for k stratified folds, shuffled with ``random_state`` (so the
+    same call gives the same folds). For each
     lam, each fold is predicted by a model fitted on the other folds; accuracy
     is the share of correct predictions over all folds. The best lam (the first
     on ties) is refitted on the rows of all folds. ``cores > 1`` runs the lam
@@ -105,6 +123,8 @@ def OPNB_CV_lam(
     if codes.size != Xa.shape[0]:
         raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
     labels = levels[codes]
+    if np.isscalar(folds):
+        folds = _stratified_folds(folds, codes, random_state)
     fl = _check_folds(folds, Xa.shape[0])
     if isinstance(nlam, bool) or not float(nlam).is_integer() or int(nlam) < 1:
         raise ValueError(f"nlam must be a positive integer, got {nlam!r}")

@@ -4,21 +4,27 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._validation import column_names, feature_order
 from .model import OPNB, OPNBModel, predict
 
 __all__ = ["OPNBClassifier"]
 
 
-class OPNBClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Optimal Projections Naive Bayes classifier.
 
     Fits R's OPNB (see :func:`pyopnb.OPNB`) and predicts in log space, so
     posteriors never underflow. ``transform`` returns the projections
-    ``(X - mu) @ V``.
+    ``(X - mu) @ V``, named ``opnbclassifier0``, ... by
+    ``get_feature_names_out`` (so ``set_output(transform="pandas")`` works).
+    A DataFrame given to predict or transform is matched to the training
+    columns by name, in any order. ``fit`` takes no ``sample_weight``: OPNB's
+    kernel sums and priors are unweighted, and ignoring weights would be a
+    silent wrong answer.
 
     Parameters
     ----------
@@ -70,11 +76,21 @@ class OPNBClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         # codes 0..K-1 keep the model's class order that of classes_
         self.model_: OPNBModel = OPNB(X, codes, ndim=ndim, lam=self.lam, V0=self.V0, scale=self.scale,
                                       nbin=self.nbin, C=self.C, correct=self.correct, threads=self.threads)
+        self._n_features_out = self.model_.ndim
         return self
 
-    def _predict_log(self, X: Any) -> np.ndarray:
+    def _validate_test(self, X: Any) -> np.ndarray:
+        """X as a float matrix, a DataFrame's columns put in the training order by name."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        names, expected = column_names(X), getattr(self, "feature_names_in_", None)
+        if names is not None and expected is not None:
+            pos = feature_order(names, expected, "X")
+            if not np.array_equal(pos, np.arange(len(names))):
+                X = X.iloc[:, pos]
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _predict_log(self, X: Any) -> np.ndarray:
+        X = self._validate_test(X)
         return predict(self.model_, X, log=True)["log_posterior"]
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
@@ -92,8 +108,7 @@ class OPNBClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X: Any) -> np.ndarray:
         """Projections ``(X - mu) @ V`` on the fitted columns."""
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = self._validate_test(X)
         return (X - self.model_.mu) @ self.model_.V
 
     def __sklearn_tags__(self):

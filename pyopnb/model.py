@@ -17,16 +17,19 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from . import _ksum
-from ._validation import as_nbin, as_positive_scalar
+from ._validation import align_columns, as_nbin, as_positive_scalar, column_names
 from .ksum import DEFAULT_BETA as _DEFAULT_BETA
-from .objective import Problem, Workspace, check_problem, default_threads, evaluate, grid_tables
+from .formulation import JournalFormulation, RFormulation
+from .objective import Problem, Workspace, default_threads, evaluate, evaluate_normalised, grid_tables
 
-__all__ = ["OPNBModel", "OPNB", "predict", "factor"]
+__all__ = ["OPNBModel", "OPNB", "opnb_journal", "predict", "factor"]
 
 # R's constants: sd below this zeroes a column; optim's L-BFGS-B defaults
 _SD_ZERO = 1e-20
 _LBFGS = dict(maxcor=5, maxiter=100, ftol=1e7 * np.finfo(float).eps, gtol=0.0)
 _MACHINE_EPS = np.finfo(float).eps
+# R's optim codes for L-BFGS-B
+_CONVERGENCE = {0: "converged", 1: "iteration limit reached", 52: "line search failed"}
 
 
 # ---------------------------------------------------------------------------
@@ -106,6 +109,19 @@ class OPNBModel:
     scales : (d,) column multipliers (1/sd, 0 for constant columns, 1 if not
     scaled). ynames : (K,) class labels. lam : penalty. fval : objective at V.
     Fields read as attributes (``m.V``) or items (``m["V"]``).
+
+    Beyond R's fields:
+
+    feature_names : the training columns' names (a DataFrame's, or the
+        command line's), or None. Test data with names is matched to them by
+        name, in any order.
+    convergence : L-BFGS-B's outcome, in R's ``optim`` codes: 0 converged;
+        1 stopped at the iteration limit (100, as R); 52 the line search
+        failed (the last V may not be a local optimum: try a larger ``lam``,
+        exact sums with ``nbin=None``, more bins, or another start ``V0``).
+        A fit that ends with 52 warns.
+    target : the name of the label column the command line trained on, or
+        None; a test file that still holds it is read without it.
     """
 
     V: np.ndarray
@@ -121,10 +137,9 @@ class OPNBModel:
     fval: float
     feature_names: Optional[Tuple[str, ...]] = field(default=None, compare=False)
     convergence: int = field(default=0, compare=False)
+    target: Optional[str] = field(default=None, compare=False)
 
-    # not R's fields: column names seen at fit time, and optim's convergence
-    # code (0 converged, 1 iteration limit, 52 line search failed)
-    _EXTRA = ("feature_names", "convergence")
+    _EXTRA = ("feature_names", "convergence", "target")  # not R's fields
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
@@ -141,24 +156,23 @@ class OPNBModel:
 
     def project(self, X: Any) -> np.ndarray:
         """Projections ``(X - mu) @ V`` of raw data."""
-        Xa = _check_X(X, "Xte", self.V.shape[0])
+        Xa = _check_X(X, "Xte", self.V.shape[0], self.feature_names)
         return (Xa - self.mu) @ self.V
 
     def __repr__(self) -> str:
         return (f"OPNBModel(d={self.V.shape[0]}, ndim={self.ndim}, classes={list(self.ynames)}, "
-                f"lam={self.lam:g}, fval={self.fval:.6g})")
+                f"lam={self.lam:g}, fval={self.fval:.6g}, convergence={self.convergence} "
+                f"({_CONVERGENCE.get(self.convergence, 'unknown code')}))")
 
 
-def _column_names(X: Any) -> Optional[Tuple[str, ...]]:
-    cols = getattr(X, "columns", None)
-    if cols is None:
-        return None
-    return tuple(str(c) for c in cols)
+def _check_X(X: Any, name: str, d: Optional[int] = None,
+             expected: Optional[Sequence[str]] = None) -> np.ndarray:
+    """A finite float64 matrix; names the first bad column.
 
-
-def _check_X(X: Any, name: str, d: Optional[int] = None) -> np.ndarray:
-    """A finite float64 matrix; names the first bad column."""
-    names = _column_names(X)
+    With ``expected`` (the training columns' names) a DataFrame's columns are
+    matched by name, in any order (see :func:`pyopnb._validation.feature_order`).
+    """
+    names = column_names(X)
     try:
         Xa = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -169,6 +183,9 @@ def _check_X(X: Any, name: str, d: Optional[int] = None) -> np.ndarray:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {Xa.shape}")
     if Xa.shape[0] == 0:
         raise ValueError(f"{name} has no rows")
+    if names is not None and expected is not None:
+        Xa = align_columns(Xa, names, expected, name)
+        names = tuple(expected)
     if d is not None and Xa.shape[1] != d:
         raise ValueError(f"{name} has {Xa.shape[1]} columns but the model was fitted on {d}")
     bad = ~np.isfinite(Xa)
@@ -269,30 +286,43 @@ def _check_lam(lam: Any) -> float:
 
 
 class _Objective:
-    """l(V) - lam pen(V) on a flattened (column-major, as R) V, for the optimiser."""
+    """The formulation's objective on a flattened (column-major, as R) V, for
+    the optimiser: l(V) - lam pen(V), or the normalised l(V-bar)."""
 
-    def __init__(self, problem, d, ndim, lam, pen, dpen, nbin, compat, threads):
+    def __init__(self, setup, d, ndim, nbin, threads):
         # validated once by the fit, not at each of the optimiser's evaluations
-        self.problem = problem
+        self.problem = setup.problem
+        self.setup = setup
         self.ws = Workspace()
-        self.d, self.ndim, self.lam = d, ndim, lam
-        self.pen, self.dpen = pen, dpen
-        self.nbin, self.compat, self.threads = nbin, compat, threads
+        self.d, self.ndim = d, ndim
+        self.nbin, self.threads = nbin, threads
         self.evals = 0
         self.last = None
 
     def unflat(self, v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
 
+    def _evaluate(self, V: np.ndarray, gradient: bool):
+        st = self.setup
+        if st.normalised:
+            f, g = evaluate_normalised(V, self.problem, self.nbin, gradient, self.threads, self.ws)
+        else:
+            f, g = evaluate(V, self.problem, self.nbin, st.compat, gradient, self.threads, self.ws)
+        if st.pen is not None:
+            f = f - st.lam * st.pen(V)
+            if gradient:
+                g = g - st.lam * st.dpen(V)
+        return f, g
+
     def value(self, V: np.ndarray) -> float:
-        f, _ = evaluate(V, self.problem, self.nbin, self.compat, False, self.threads, self.ws)
-        return f - self.lam * self.pen(V)
+        return self._evaluate(V, False)[0]
 
     def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
         V = self.unflat(v)
-        f, g = evaluate(V, self.problem, self.nbin, self.compat, True, self.threads, self.ws)
-        F = f - self.lam * self.pen(V)
-        G = g - self.lam * self.dpen(V)
+        try:
+            F, G = self._evaluate(V, True)
+        except ValueError as exc:  # a zero column of the normalised objective
+            raise FloatingPointError(str(exc)) from None
         self.evals += 1
         self.last = (v.copy(), F, G)
         if not np.isfinite(F) or not np.all(np.isfinite(G)):
@@ -378,11 +408,58 @@ def OPNB(
     threads : threads for the columns of V (default: all cores).
     callback : called after each L-BFGS iteration with (iteration, objective, gradient norm).
     """
+    form = RFormulation(lam=_check_lam(lam), V0=V0, C=C, scale=scale, correct=correct)
     with _blas_single_thread():
-        return _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback)
+        return _fit(X, y, ndim, nbin, threads, callback, form)
 
 
-def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPNBModel:
+def opnb_journal(
+    X: Any,
+    y: Any,
+    ndim: Optional[int] = None,
+    gamma: float = 1.0,
+    nbin: Optional[int] = 1000,
+    prescale: bool = False,
+    V0: Union[None, Callable, np.ndarray] = None,
+    threads: Optional[int] = None,
+    callback: Optional[Callable[[int, float, float], None]] = None,
+) -> OPNBModel:
+    """Fit OPNB as published (the journal version of the paper).
+
+    Each variable is centred and divided by its training sd (constant ones
+    zeroed); with ``prescale`` the data are then multiplied by
+    Sigma_W^(-1/2), the pooled within-class covariance's inverse square root
+    (pseudo-inverse where singular). Class k gets the bandwidth
+    h_k = 0.54 gamma (trace(Sigma_k)/p)^(1/2) n_k^(-1/5) on every projected
+    column. L-BFGS-B (as :func:`OPNB`) maximises the mean log-likelihood at
+    V with unit-norm columns (priors once, no penalty; exact sums with
+    ``nbin=None``, else linear binning with densities at the points, and
+    its exact gradient), from LDA's discriminant directions completed by
+    principal components (or ``V0``). Columns are then ordered greedily by
+    the same objective, as R orders its own.
+
+    Returns an :class:`OPNBModel` that :func:`predict`, :func:`pyopnb.plot.plot`,
+    :func:`pyopnb.write_rds` (and R's ``predict.OPNB``) and the command line
+    take as they are: V maps raw data, ``h[k, t]`` = h_k (V's columns have
+    unit norm in the scaled data), ``lam`` = 0, ``fval`` the mean
+    log-likelihood.
+
+    Parameters
+    ----------
+    X, y : data and labels, as :func:`OPNB`. ndim : columns, 1..d (default min(d, 20)).
+    gamma : bandwidth multiplier > 0 (the paper's grid: 1/3, 1/2, 1, 2, 3).
+    nbin : bins per projected column, or None for exact sums.
+    prescale : multiply the scaled data by Sigma_W^(-1/2) first.
+    V0 : None (LDA start), a (d, ndim) matrix or a function (Xs, y_codes, ndim).
+    threads, callback : as :func:`OPNB`.
+    """
+    form = JournalFormulation(gamma=gamma, prescale=prescale, V0=V0)
+    with _blas_single_thread():
+        return _fit(X, y, ndim, nbin, threads, callback, form)
+
+
+def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
+    """The optimiser's driver: the formulation gives everything else."""
     Xa = _check_X(X, "X")
     n, d = Xa.shape
     levels, codes = factor(y)
@@ -392,21 +469,13 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
     if K < 2:
         raise ValueError(f"y must have at least two classes, found {K}")
     nd = _check_ndim(ndim, d)
-    lam_v = _check_lam(lam)
     nbin_v = as_nbin(nbin)
-    compat = "correct" if correct else "R"
     thr = default_threads() if threads is None else max(1, int(threads))
 
-    mu, scales, Xs = r_standardise(Xa, scale)
-    counts = np.bincount(codes, minlength=K)
-    PI = counts / n
-    y0 = codes.astype(np.int32)
-    y1 = codes + 1
-    problem = check_problem(Xs, y0, PI, np.ones(K))
-
-    V = _start(V0, Xs, y1, nd)
-    pen, dpen = _penalty(C, Xs, y1, d)
-    obj = _Objective(problem, d, nd, lam_v, pen, dpen, nbin_v, compat, thr)
+    st = form.setup(Xa, codes, levels, nd)
+    problem = st.problem
+    V = st.V
+    obj = _Objective(st, d, nd, nbin_v, thr)
 
     iteration = [0]
 
@@ -426,23 +495,39 @@ def _fit(X, y, ndim, lam, V0, scale, nbin, C, correct, threads, callback) -> OPN
         Vopt = obj.unflat(res.x)
     except FloatingPointError as exc:
         warnings.warn(f"optimisation failed ({exc}); returning the initial projection", RuntimeWarning,
-                      stacklevel=2)
+                      stacklevel=3)
         Vopt = V
         convergence = 52
+    if convergence == 52:
+        why = (" With R's binned objective this is common, and R's OPNB stops at the same point: its "
+               "gradient is not the exact derivative of its binned value." if st.compat == "R" and nbin_v else "")
+        warnings.warn(
+            "OPNB: L-BFGS-B stopped because its line search failed (convergence code 52, as R's optim "
+            "reports it): the projection may not be a local optimum of the objective." + why + " Try a "
+            + ("larger lam, " if st.pen is not None else "") + "exact sums (nbin=None), more bins, or another "
+            "start V0.", RuntimeWarning, stacklevel=3)
     if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
         fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
     else:
         fval = obj.value(Vopt)
-    # either way the workspace now holds Vopt's tables (R's binned objective)
-    order = _greedy_order(Vopt, problem, nbin_v, compat, thr, obj.ws)
-    Vopt = Vopt[:, order]
     norms = np.linalg.norm(Vopt, axis=0)
     if np.any(norms == 0):
         raise ValueError("a column of V is zero: the projection is degenerate (check V0 and C)")
-    h = np.outer(np.ones(K), 1.0 / norms)
-    Vout = (Vopt / norms) * scales[:, None]
-    return OPNBModel(V=Vout, X=Xa, y=y1, PI=PI, h=h, nc=K, mu=mu, scales=scales, ynames=levels,
-                     lam=lam_v, fval=float(fval), feature_names=_column_names(X), convergence=convergence)
+    if st.normalised:
+        # the value is V-bar's: order its columns by it (and the scratch is V-bar's)
+        Vopt = Vopt / norms
+        norms = np.ones_like(norms)
+    # R's binned objective: the workspace now holds Vopt's tables either way
+    order = _greedy_order(Vopt, problem, nbin_v, st.compat, thr, obj.ws)
+    Vopt, norms = Vopt[:, order], norms[order]
+    h = np.outer(problem.h, 1.0 / norms)
+    Vn = Vopt / norms
+    if st.T is not None:
+        Vn = st.T @ Vn
+    Vout = Vn * st.scales[:, None]
+    return OPNBModel(V=Vout, X=Xa, y=codes + 1, PI=problem.PI, h=h, nc=K, mu=st.mu, scales=st.scales,
+                     ynames=levels, lam=st.lam, fval=float(fval), feature_names=column_names(X),
+                     convergence=convergence)
 
 
 # ---------------------------------------------------------------------------
@@ -493,7 +578,7 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
     model = _check_model(model)
     d, full = model.V.shape
     nd = full if ndim is None else _check_ndim(ndim, full)
-    Xa = _check_X(Xte, "Xte", d)
+    Xa = _check_X(Xte, "Xte", d, model.feature_names)
     V = model.V[:, :nd]
     ptr = (model.X - model.mu) @ V
     pte = (Xa - model.mu) @ V
@@ -504,6 +589,14 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
         cls = model.ynames[np.argmax(logden, axis=1)]
         return {"posterior": post, "class": cls, "log_posterior": logpost}
     den = model.PI * _class_log_densities(model, pte, ptr, nd, False)
-    den = np.where(np.isnan(den) | (den <= 0), _MACHINE_EPS, den)
+    lost = np.isnan(den) | (den <= 0)
+    n_lost = int(lost.all(axis=1).sum())
+    if n_lost:
+        # R's numbers keep R's defect; the user should learn that log=True has none
+        warnings.warn(
+            f"predict: every class density of {n_lost} of {den.shape[0]} rows underflowed to 0; as R does, "
+            f"they become machine epsilon, so those rows get a uniform posterior and the first class. "
+            f"predict(..., log=True) computes in log space and has no such rows.", RuntimeWarning, stacklevel=2)
+    den = np.where(lost, _MACHINE_EPS, den)
     post = den / den.sum(axis=1, keepdims=True)
     return {"posterior": post, "class": model.ynames[np.argmax(post, axis=1)]}

@@ -33,7 +33,8 @@ from . import _ksum
 from ._validation import as_nbin
 from .ksum import DEFAULT_BETA
 
-__all__ = ["f_NB_exact", "df_NB_exact", "f_NB_cpp", "df_NB_cpp", "objective_and_gradient", "Compat"]
+__all__ = ["f_NB_exact", "df_NB_exact", "f_NB_cpp", "df_NB_cpp", "f_NB_normalised", "df_NB_normalised",
+           "objective_and_gradient", "Compat"]
 
 Compat = Literal["R", "correct"]
 
@@ -220,6 +221,48 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
     dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr,
                                      work)
     return value, _gradient_in_V(dZt, p.X)
+
+
+def evaluate_normalised(Va: np.ndarray, p: Problem, nb: int | None, gradient: bool, thr: int,
+                        ws: Workspace | None = None) -> Tuple[float, np.ndarray | None]:
+    """The journal paper's objective, eq. (7)-(8): l at V-bar = V diag(||V_t||)^-1
+    (priors once), and its gradient in V by the chain rule of eq. (12)-(13):
+    column t of dl/dV-bar projected off v_t and divided by ||v_t||. The
+    value does not change when a column is scaled, so the gradient is
+    orthogonal to each column."""
+    norms = np.linalg.norm(Va, axis=0)
+    if np.any(norms == 0):
+        raise ValueError("a column of V is zero: the normalised objective is undefined there")
+    Vbar = Va / norms
+    value, gbar = evaluate(Vbar, p, nb, "correct", gradient, thr, ws)
+    if gbar is None:
+        return value, None
+    return value, (gbar - Vbar * np.sum(Vbar * gbar, axis=0)) / norms
+
+
+def _normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any, gradient: bool,
+                threads: int | None) -> Tuple[float, np.ndarray | None]:
+    p = check_problem(X, y0, PI, h)
+    Va = _check_V(V, p.X.shape[1])
+    nb = None if nbin is None else as_nbin(nbin, allow_none=False)
+    thr = default_threads() if threads is None else max(1, int(threads))
+    return evaluate_normalised(Va, p, nb, gradient, thr)
+
+
+def f_NB_normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any = None, threads: int | None = None) -> float:
+    """The published objective (journal version, eq. 7-8): the mean
+    log-likelihood (1/n) l(V-bar), V-bar = V with unit-norm columns, priors
+    counted once, class bandwidths h (length K). X already scaled, y0 0-based;
+    ``nbin=None`` for exact sums, else linear binning with densities summed at
+    the points (the correct binned value)."""
+    return _normalised(V, X, y0, PI, h, nbin, False, threads)[0]
+
+
+def df_NB_normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any = None,
+                     threads: int | None = None) -> np.ndarray:
+    """The d x ndim gradient in V of :func:`f_NB_normalised`: the exact
+    derivative of the value it returns, exact or binned."""
+    return _normalised(V, X, y0, PI, h, nbin, True, threads)[1]
 
 
 def _gradient_in_V(dZt: np.ndarray, X: np.ndarray) -> np.ndarray:

@@ -1,25 +1,72 @@
 """R's ``plot.OPNB``: training projections, decision boundaries and test points."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .model import OPNBModel, _check_model, _check_X, _class_log_densities
 
-__all__ = ["plot"]
+__all__ = ["plot", "class_styles"]
 
 _GRID = 50  # R draws its boundaries on a 50 x 50 grid
-_MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*", "<", ">")
+_CURVE = 400  # points along the axis of a one-column model's densities
+_MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*", "<", ">", "p", "h")
+# a legend of more entries than this goes beside the axes, not over the data
+_LEGEND_INSIDE = 10
+
+
+def class_styles(K: int) -> List[Tuple[Tuple[float, ...], str]]:
+    """A (colour, marker) pair per class, no two classes alike.
+
+    tab10 up to 10 classes; then the 60 colours of tab20, tab20b and tab20c;
+    past 60, colours evenly spaced along turbo. Markers cycle with a period
+    (12) that differs from the colours', so neighbouring classes also differ
+    in shape.
+    """
+    import matplotlib
+
+    cmap = matplotlib.colormaps
+    if K <= 10:
+        colours = list(cmap["tab10"].colors)[:K]
+    elif K <= 60:
+        colours = [c for name in ("tab20", "tab20b", "tab20c") for c in cmap[name].colors][:K]
+    else:
+        colours = [tuple(c) for c in cmap["turbo"](np.linspace(0.02, 0.98, K))]
+    return [(tuple(colours[k]), _MARKERS[k % len(_MARKERS)]) for k in range(K)]
+
+
+def _check_labels(yte: Any, model: OPNBModel, m: int) -> np.ndarray:
+    """Test labels as 0-based codes of the model's classes."""
+    labels = np.asarray(yte, dtype=object).ravel()
+    if labels.size != m:
+        raise ValueError(f"yte has {labels.size} labels but Xte has {m} rows")
+    index = {str(c): k for k, c in enumerate(model.ynames)}
+    codes = np.array([index.get(str(v), -1) for v in labels])
+    if (codes < 0).any():
+        unknown = sorted({str(v) for v in labels[codes < 0]})
+        raise ValueError(f"yte holds labels {unknown[:5]} that are not among the model's classes "
+                         f"{[str(c) for c in model.ynames]}")
+    return codes
+
+
+def _legend(ax: Any, K: int) -> None:
+    if K <= _LEGEND_INSIDE:
+        ax.legend(loc="best", fontsize="small")
+    else:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small",
+                  ncol=int(np.ceil(K / 25)), markerscale=1.2)
 
 
 def plot(
     model: OPNBModel,
     Xte: Any = None,
-    dims: Sequence[int] = (1, 2),
+    dims: Optional[Sequence[int]] = None,
     add_cols: bool = False,
     plot_train: bool = True,
     ax: Optional[Any] = None,
+    *,
+    yte: Any = None,
 ):
     """Plot a fitted model on two of its projection columns, as R's ``plot.OPNB``.
 
@@ -27,8 +74,15 @@ def plot(
     the two-column model (where a class's posterior equals the largest other)
     on a 50 x 50 grid spanning each axis' range widened by half its sd,
     optional translucent class regions (``add_cols``), and test points as
-    small black dots. ``dims`` are 1-based, as in R; the bandwidths are those
-    of the columns shown (R uses columns 1 and 2 whatever ``dims`` says).
+    small black dots, or, given their labels ``yte``, as hollow markers in
+    their true class's style. ``dims`` are 1-based, as in R (default (1, 2),
+    or (1,) for a one-column model); the bandwidths
+    are those of the columns shown (R uses columns 1 and 2 whatever ``dims``
+    says).
+
+    A model with one column (R cannot fit those) is drawn along its one
+    projection: each class's density times its prior, training points as a
+    rug below the axis, test points under it.
 
     Returns the matplotlib Axes.
     """
@@ -37,21 +91,32 @@ def plot(
 
     model = _check_model(model)
     ndim = model.V.shape[1]
+    if dims is None:
+        dims = (1,) if ndim == 1 else (1, 2)
     try:
         cols = [int(d) - 1 for d in dims]
     except (TypeError, ValueError):
-        raise ValueError(f"dims must be two column numbers (1-based), got {dims!r}") from None
-    if len(cols) != 2 or cols[0] == cols[1] or min(cols) < 0 or max(cols) >= ndim:
+        raise ValueError(f"dims must be column numbers (1-based), got {dims!r}") from None
+    if ndim == 1:
+        if cols != [0]:
+            raise ValueError(f"the model has one column: dims must be (1,), got {tuple(dims)!r}")
+    elif len(cols) != 2 or cols[0] == cols[1] or min(cols) < 0 or max(cols) >= ndim:
         raise ValueError(f"dims must be two different columns from 1 to {ndim}, got {tuple(dims)!r}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 5.5))
-
-    ptr = (model.X - model.mu) @ model.V[:, cols]
-    pts = [ptr]
     pte = None
     if Xte is not None:
-        pte = (_check_X(Xte, "Xte", model.V.shape[0]) - model.mu) @ model.V[:, cols]
-        pts.append(pte)
+        pte = (_check_X(Xte, "Xte", model.V.shape[0], model.feature_names) - model.mu) @ model.V[:, cols]
+    elif yte is not None:
+        raise ValueError("yte labels the rows of Xte: give Xte too")
+    codes = None if yte is None else _check_labels(yte, model, pte.shape[0])
+    if ax is None:
+        K = model.nc
+        _, ax = plt.subplots(figsize=(6.5 + (1.6 * np.ceil(K / 25) if K > _LEGEND_INSIDE else 0), 5.5))
+    ptr = (model.X - model.mu) @ model.V[:, cols]
+    styles = class_styles(model.nc)
+    if ndim == 1:
+        return _plot_line(model, ptr, pte, codes, styles, plot_train, ax)
+
+    pts = [ptr] if pte is None else [ptr, pte]
     allp = np.vstack(pts)
     lo = allp.min(axis=0) - allp.std(axis=0, ddof=1) / 2
     hi = allp.max(axis=0) + allp.std(axis=0, ddof=1) / 2
@@ -59,34 +124,73 @@ def plot(
     gy = np.linspace(lo[1], hi[1], _GRID)
     GX, GY = np.meshgrid(gx, gy)
     grid = np.column_stack([GX.ravel(), GY.ravel()])
-    sub = OPNBModel(V=np.eye(2), X=ptr, y=model.y, PI=model.PI, h=model.h[:, cols], nc=model.nc,
-                    mu=np.zeros(2), scales=np.ones(2), ynames=model.ynames, lam=model.lam, fval=model.fval)
-    logden = np.log(model.PI) + _class_log_densities(sub, grid, ptr, 2, True)
-    colors = plt.get_cmap("tab10").colors
+    logden = np.log(model.PI) + _class_log_densities(_sub_model(model, ptr, cols), grid, ptr, 2, True)
     K = model.nc
     if add_cols:
         region = np.argmax(logden, axis=1).reshape(GX.shape)
         ax.contourf(GX, GY, region, levels=np.arange(K + 1) - 0.5,
-                    cmap=ListedColormap([colors[k % 10] for k in range(K)]), alpha=0.15)
+                    cmap=ListedColormap([styles[k][0] for k in range(K)]), alpha=0.15)
     for k in range(K):
         others = np.delete(logden, k, axis=1).max(axis=1)
         diff = (logden[:, k] - others).reshape(GX.shape)
         if diff.min() < 0 < diff.max():
-            ax.contour(GX, GY, diff, levels=[0.0], colors=[colors[k % 10]], linewidths=1.2)
+            ax.contour(GX, GY, diff, levels=[0.0], colors=[styles[k][0]], linewidths=1.2)
     if plot_train:
         for k in range(K):
             sel = model.y == k + 1
-            ax.scatter(ptr[sel, 0], ptr[sel, 1], s=18, marker=_MARKERS[k % len(_MARKERS)],
-                       color=colors[k % 10], label=str(model.ynames[k]), alpha=0.8)
-    if pte is not None:
-        ax.scatter(pte[:, 0], pte[:, 1], s=4, color="black", label="test points")
-        ax.set_title("OPNB projection (black dots: test points)")
-    else:
-        ax.set_title("OPNB projection")
+            ax.scatter(ptr[sel, 0], ptr[sel, 1], s=18, marker=styles[k][1], color=styles[k][0],
+                       label=str(model.ynames[k]), alpha=0.8)
+    _test_points(ax, pte, codes, styles, lambda p: (p[:, 0], p[:, 1]))
     ax.set_xlabel(f"projection {cols[0] + 1}")
     ax.set_ylabel(f"projection {cols[1] + 1}")
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
     if plot_train or pte is not None:
-        ax.legend(loc="best", fontsize="small")
+        _legend(ax, K)
+    return ax
+
+
+def _sub_model(model: OPNBModel, ptr: np.ndarray, cols: Sequence[int]) -> OPNBModel:
+    """The model on the shown columns, its training points already projected."""
+    c = len(cols)
+    return OPNBModel(V=np.eye(c), X=ptr, y=model.y, PI=model.PI, h=model.h[:, list(cols)], nc=model.nc,
+                     mu=np.zeros(c), scales=np.ones(c), ynames=model.ynames, lam=model.lam, fval=model.fval)
+
+
+def _test_points(ax: Any, pte: Optional[np.ndarray], codes: Optional[np.ndarray], styles, xy) -> None:
+    if pte is None:
+        ax.set_title("OPNB projection")
+        return
+    if codes is None:
+        ax.scatter(*xy(pte), s=4, color="black", label="test points")
+        ax.set_title("OPNB projection (black dots: test points)")
+        return
+    for k in np.unique(codes):
+        sel = codes == k
+        ax.scatter(*xy(pte[sel]), s=30, marker=styles[k][1], facecolors="none", edgecolors=[styles[k][0]],
+                   linewidths=0.9)
+    ax.set_title("OPNB projection (hollow: test points, by true class)")
+
+
+def _plot_line(model, ptr, pte, codes, styles, plot_train, ax):
+    """A one-column model: PI_k f_k along the projection, points as rugs below it."""
+    z = ptr[:, 0] if pte is None else np.concatenate([ptr[:, 0], pte[:, 0]])
+    pad = z.std(ddof=1) / 2 if z.size > 1 else 1.0
+    grid = np.linspace(z.min() - pad, z.max() + pad, _CURVE)
+    logden = np.log(model.PI) + _class_log_densities(_sub_model(model, ptr, [0]), grid[:, None], ptr, 1, True)
+    dens = np.exp(logden)
+    top = dens.max()
+    K = model.nc
+    for k in range(K):
+        ax.plot(grid, dens[:, k], color=styles[k][0], lw=1.6, label=str(model.ynames[k]))
+        if plot_train:
+            sel = model.y == k + 1
+            ax.scatter(ptr[sel, 0], np.full(sel.sum(), -0.06 * top), s=22, marker="|", color=styles[k][0])
+    _test_points(ax, pte, codes, styles, lambda p: (p[:, 0], np.full(p.shape[0], -0.13 * top)))
+    ax.axhline(0.0, color="0.6", lw=0.6)
+    ax.set_xlim(grid[0], grid[-1])
+    ax.set_ylim(-0.2 * top, 1.05 * top)
+    ax.set_xlabel("projection 1")
+    ax.set_ylabel("prior x class density")
+    _legend(ax, K)
     return ax

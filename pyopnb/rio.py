@@ -68,9 +68,17 @@ def model_from_fields(fields: Any) -> OPNBModel:
         ynames=ynames, lam=float(np.ravel(_vector(fields["lam"], "lam"))[0]),
         fval=float(np.ravel(_vector(fields["fval"], "fval"))[0]),
         feature_names=_names(fields["mu"]) or _names(fields["X"]),
+        target=_target(fields.get("target")),
     )
     _check_consistent(model)
     return model
+
+
+def _target(v: Any) -> Any:
+    if v is None:
+        return None
+    vals = np.ravel(np.asarray(getattr(v, "values", v), dtype=object))
+    return str(vals[0]) if vals.size else None
 
 
 def _check_consistent(m: OPNBModel) -> None:
@@ -137,6 +145,15 @@ def _r_class(obj: Any) -> list:
 # writing
 # ---------------------------------------------------------------------------
 
+def _plain_mode(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)  # reading the umask means setting it: put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 @contextmanager
 def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
     """A temporary path beside ``path``, moved onto it only if the block succeeds:
@@ -148,6 +165,9 @@ def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        # mkstemp makes the file 0600; give it the mode a plain open() would
+        # (an existing file's own mode, else 0666 less the umask)
+        os.chmod(tmp, _plain_mode(target))
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
@@ -188,7 +208,12 @@ def _opnb_r_object(model: OPNBModel, converter: Any) -> Any:
         converter.convert_to_r_object(np.array([float(model.lam)])),
         converter.convert_to_r_object(np.array([float(model.fval)])),
     ]
-    attrs = converter.convert_to_r_attributes({"names": np.asarray(_FIELDS, dtype=object), "class": "OPNB"})
+    names_out = list(_FIELDS)
+    if model.target is not None:
+        # not one of R's fields: R's predict.OPNB reads the others by name and ignores it
+        values.append(converter.convert_to_r_object(np.asarray([str(model.target)], dtype=object)))
+        names_out.append("target")
+    attrs = converter.convert_to_r_attributes({"names": np.asarray(names_out, dtype=object), "class": "OPNB"})
     return build_r_object(RObjectType.VEC, value=values, is_object=True, attributes=attrs)
 
 
@@ -211,7 +236,8 @@ def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
     model = _check_model(model)
     _check_consistent(model)
     doc = {"format": "pyopnb-model", "version": 1,
-           "feature_names": list(model.feature_names) if model.feature_names else None}
+           "feature_names": list(model.feature_names) if model.feature_names else None,
+           "target": model.target, "convergence": int(model.convergence)}
     for k in _FIELDS:
         v = getattr(model, k)
         doc[k] = [str(s) for s in v] if k == "ynames" else (np.asarray(v).tolist() if np.ndim(v) else v)
@@ -235,6 +261,8 @@ def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
     model = model_from_fields(fields)
     if doc.get("feature_names"):
         model.feature_names = tuple(doc["feature_names"])
+    model.target = doc.get("target")
+    model.convergence = int(doc.get("convergence", 0))
     return model
 
 

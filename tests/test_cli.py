@@ -82,3 +82,107 @@ def test_errors(files, args, message):
     error = r.stderr.strip().splitlines()[-1]
     assert error.startswith("pyopnb: error: ") and message in error, r.stderr
     assert not (tmp / "x.rds").exists() and not (tmp / "x.csv").exists()
+
+
+def _fitted(tmp):
+    if not (tmp / "m.rds").exists():
+        r = run("fit", "train.csv", "--target", "type", "--ndim", "2", "--exact", "--out", "m.rds", cwd=tmp)
+        assert r.returncode == 0, r.stderr
+    return tmp / "m.rds"
+
+
+def test_predict_reads_a_file_that_holds_the_labels(files):
+    tmp, d = files
+    _fitted(tmp)
+    te = pd.read_csv(tmp / "test.csv")
+    te["type"] = d.y_test
+    te = te[["type"] + list(reversed(list(te.columns[:-1])))]  # label first, features reversed
+    te.to_csv(tmp / "labelled.csv", index=False)
+    r = run("predict", "m.rds", "test.csv", "--out", "plain.csv", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    for extra in ([], ["--target", "type"]):
+        r = run("predict", "m.rds", "labelled.csv", *extra, "--out", "lab.csv", cwd=tmp)
+        assert r.returncode == 0, r.stderr
+        pd.testing.assert_frame_equal(pd.read_csv(tmp / "lab.csv"), pd.read_csv(tmp / "plain.csv"))
+        pred = pd.read_csv(tmp / "plain.csv")["class"].to_numpy()
+        acc = np.mean(pred == d.y_test)
+        assert f"accuracy {acc:.4f} ({int(round(acc * 332))} of 332 rows)" in r.stdout
+        table = r.stdout.splitlines()[-2:]
+        n_no_no = int(np.sum((d.y_test == "No") & (pred == "No")))
+        assert table[0].split() == ["No", str(n_no_no), str(int(np.sum(d.y_test == "No")) - n_no_no)]
+    r = run("predict", "m.rds", "test.csv", "--target", "type", "--out", "x.csv", cwd=tmp)
+    assert r.returncode == 2 and "no target column 'type'" in r.stderr
+
+
+def test_predict_defaults_to_log_space(files):
+    tmp, d = files
+    _fitted(tmp)
+    te = pd.read_csv(tmp / "test.csv").head(4)
+    te.loc[0, ["glu", "bmi", "age"]] = [2e4, 5e3, 8e3]  # far from every training point
+    te.to_csv(tmp / "far.csv", index=False)
+    r = run("predict", "m.rds", "far.csv", "--proba", "--out", "far_log.csv", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    r = run("predict", "m.rds", "far.csv", "--proba", "--r-compatible", "--out", "far_r.csv", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    assert "underflowed" in r.stderr  # R's numbers: the user is told
+    lg, rr = pd.read_csv(tmp / "far_log.csv"), pd.read_csv(tmp / "far_r.csv")
+    assert rr.loc[0, "p_No"] == 0.5 and rr.loc[0, "class"] == "No"  # R's defect: uniform, first class
+    assert max(lg.loc[0, "p_No"], lg.loc[0, "p_Yes"]) > 0.99
+    np.testing.assert_allclose(lg.loc[1:, ["p_No", "p_Yes"]], rr.loc[1:, ["p_No", "p_Yes"]], rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        # checked before the fit: the bad target would be found later
+        (("fit", "train.csv", "--target", "nope", "--out", "no_dir/m.rds"), "the folder no_dir does not exist"),
+        (("predict", "m.rds", "test.csv", "--out", "no_dir/p.csv"), "the folder no_dir does not exist"),
+        (("predict", "m.rds", "test.csv", "--out", "p.txt"), "predictions are .csv"),
+        (("plot", "m.rds", "--out", "p.xyz"), "--out p.xyz: images are .eps"),
+        (("plot", "m.rds", "--out", "no_dir/p.png"), "the folder no_dir does not exist"),
+        (("plot", "m.rds", "--target", "type", "--out", "p.png"), "give --data too"),
+        (("plot", "m.rds", "--dims", "1", "3", "--out", "p.png"), "dims must be two different columns from 1 to 2"),
+        (("predict", "m.rds", "commented.csv", "--out", "x.csv"), "not in training ['comment']"),
+        (("predict", "m.rds", "bad_label.csv", "--target", "type", "--out", "x.csv"),
+         "labels ['Maybe'] are not among the model's classes"),
+    ],
+)
+def test_user_errors_are_one_line_and_exit_2(files, args, message):
+    tmp, d = files
+    _fitted(tmp)
+    te = pd.read_csv(tmp / "test.csv")
+    te.assign(comment="see notes").to_csv(tmp / "commented.csv", index=False)
+    te.assign(type=np.where(np.arange(len(te)) == 3, "Maybe", "No")).to_csv(tmp / "bad_label.csv", index=False)
+    r = run(*args, cwd=tmp)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("pyopnb: error: ")]
+    assert len(lines) == 1 and message in lines[0], r.stderr
+    assert not any((tmp / n).exists() for n in ("x.csv", "p.txt", "p.xyz", "p.png"))
+
+
+def test_plot_colours_test_points_by_their_label(files):
+    tmp, d = files
+    _fitted(tmp)
+    te = pd.read_csv(tmp / "test.csv").assign(type=d.y_test)
+    te.to_csv(tmp / "labelled_plot.csv", index=False)
+    r = run("plot", "m.rds", "--data", "labelled_plot.csv", "--out", "lab.svg", cwd=tmp)
+    assert r.returncode == 0, r.stderr  # the model's target column is left out of the features
+    svg = (tmp / "lab.svg").read_text()
+    assert "hollow: test points, by true class" in svg
+
+
+def test_outputs_get_the_umask_mode(files):
+    tmp, _ = files
+    import os
+
+    def run_umask(*args):
+        return subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from pyopnb.cli import main; "
+                               "sys.exit(main(sys.argv[1:]))", *args], cwd=tmp, capture_output=True, text=True,
+                              timeout=300)
+
+    assert run_umask("fit", "train.csv", "--target", "type", "--ndim", "2", "--out", "u.json").returncode == 0
+    assert run_umask("predict", "u.json", "test.csv", "--out", "u.csv").returncode == 0
+    assert run_umask("plot", "u.json", "--out", "u.png").returncode == 0
+    for name in ("u.json", "u.csv", "u.png"):
+        assert os.stat(tmp / name).st_mode & 0o777 == 0o644, name

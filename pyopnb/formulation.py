@@ -1,0 +1,198 @@
+"""The formulations of OPNB that one fit driver optimises.
+
+Each formulation says how the data are scaled, which bandwidths the classes
+get, where L-BFGS-B starts, what it maximises, and how the optimum becomes a
+model's V and h; :func:`pyopnb.model._fit` only drives the optimiser (as
+scikit-learn's LDA dispatches on its ``solver``).
+
+``RFormulation``
+    R OPNB 1.0 (the penalised formulation of arXiv v1): centred and scaled
+    data, bandwidth 1 for every class, start at the leading eigenvectors of
+    cov, maximise l(V) - lam pen(V); ``correct=True`` counts the priors once.
+``JournalFormulation``
+    The method as published (the journal version, section 2 and section 4.2
+    item 8): l at V with unit-norm columns (no penalty, priors once), class
+    bandwidths h_k = 0.54 gamma (trace(Sigma_k)/p)^(1/2) n_k^(-1/5), start at
+    LDA's discriminant directions completed by principal components, and
+    optionally data pre-scaled by Sigma_W^(-1/2) (the paper's remedy on
+    Hill-Valley, section 4.5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+import scipy.linalg
+
+from ._validation import as_positive_scalar
+from .objective import Problem, check_problem
+
+__all__ = ["RFormulation", "JournalFormulation", "Setup", "lda_start", "journal_bandwidths", "within_between"]
+
+# the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
+_SILVERMAN_054 = 0.54
+# eigenvalues of a covariance below this share of the largest count as zero
+_RANK_TOL = 1e-10
+
+
+@dataclass
+class Setup:
+    """What a formulation hands the driver: the data as optimised, the start
+    V, the objective's terms, and how to map the optimum back to raw data.
+
+    T : (d, d) matrix such that projections of the scaled data are
+    ``Xs_raw_scaled @ T @ V``, or None for the identity (pre-scaling).
+    """
+
+    mu: np.ndarray
+    scales: np.ndarray
+    T: Optional[np.ndarray]
+    problem: Problem
+    V: np.ndarray
+    lam: float
+    pen: Optional[Callable[[np.ndarray], float]]
+    dpen: Optional[Callable[[np.ndarray], np.ndarray]]
+    compat: str
+    normalised: bool
+
+
+def within_between(Xs: np.ndarray, codes: np.ndarray, K: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Sigma_W, the pooled within-class covariance (1/n) sum (x_i - mu_{y_i})(x_i - mu_{y_i})',
+    and Sigma_B = (1/n) sum_k n_k (mu_k - mu)(mu_k - mu)'; Sigma_W + Sigma_B is
+    the total (biased) covariance."""
+    n = Xs.shape[0]
+    counts = np.bincount(codes, minlength=K)
+    means = np.zeros((K, Xs.shape[1]))
+    np.add.at(means, codes, Xs)
+    means /= counts[:, None]
+    R = Xs - means[codes]
+    Sw = (R.T @ R) / n
+    M = means - Xs.mean(axis=0)
+    Sb = (M.T * counts) @ M / n
+    return (Sw + Sw.T) / 2, (Sb + Sb.T) / 2
+
+
+def _inv_sqrt(S: np.ndarray) -> Tuple[np.ndarray, int]:
+    """S^(-1/2) on the range of a symmetric PSD matrix (a pseudo-inverse square
+    root: eigenvalues under 1e-10 of the largest count as zero), and S's rank."""
+    vals, vecs = np.linalg.eigh(S)
+    keep = vals > _RANK_TOL * max(vals.max(), 0.0) if vals.size else np.zeros(0, bool)
+    U = vecs[:, keep]
+    return (U / np.sqrt(vals[keep])) @ U.T, int(keep.sum())
+
+
+def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int) -> np.ndarray:
+    """The journal's start: the leading eigenvectors of Sigma_W^-1 Sigma_B
+    (LDA's discriminant directions, at most K - 1 of them), then, when ndim is
+    larger, the leading principal components of the data projected onto the
+    null space of those directions. Columns have unit norm.
+
+    A singular Sigma_W (constant or collinear columns, p > n) is handled by
+    working on its range: the directions are those of its pseudo-inverse,
+    Sigma_W^+ Sigma_B, so no direction along which the classes do not vary is
+    ever divided by zero, and the principal components fill the rest.
+    """
+    d = Xs.shape[1]
+    Sw, Sb = within_between(Xs, codes, K)
+    W, _ = _inv_sqrt(Sw)
+    vals, vecs = np.linalg.eigh(W @ Sb @ W)
+    order = np.argsort(vals)[::-1]
+    vals, vecs = vals[order], vecs[:, order]
+    top = max(vals[0], 0.0) if vals.size else 0.0
+    r = int(min(ndim, K - 1, np.sum(vals > _RANK_TOL * top))) if top > 0 else 0
+    D = W @ vecs[:, :r]
+    if r:
+        D /= np.linalg.norm(D, axis=0)
+    if r == ndim:
+        return np.ascontiguousarray(D)
+    # principal components of the data with the discriminant directions projected out
+    Q = np.linalg.qr(D)[0] if r else np.zeros((d, 0))
+    Xp = Xs - (Xs @ Q) @ Q.T
+    C = np.cov(Xp, rowvar=False).reshape(d, d)
+    pvals, pvecs = scipy.linalg.eigh(C)
+    pvecs = pvecs[:, ::-1]
+    # the PCs are orthogonal to Q where C has rank; make sure, then complete
+    P = pvecs - Q @ (Q.T @ pvecs)
+    norms = np.linalg.norm(P, axis=0)
+    cols = [P[:, j] / norms[j] for j in range(d) if norms[j] > 1e-8][: ndim - r]
+    V = np.column_stack([D] + cols) if cols else D
+    if V.shape[1] < ndim:
+        raise ValueError(f"ndim = {ndim} exceeds the {V.shape[1]} directions the data span")
+    return np.ascontiguousarray(V)
+
+
+def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
+                       levels: Optional[np.ndarray] = None) -> np.ndarray:
+    """h_k = 0.54 gamma (trace(Sigma_k) / p)^(1/2) n_k^(-1/5): Sigma_k the
+    sample covariance (n_k - 1) of class k, p the number of columns that vary
+    (zeroed constant columns are not counted). One bandwidth per class,
+    used on every projected column."""
+    p = int(np.sum(Xs.var(axis=0) > 0)) or Xs.shape[1]
+    h = np.empty(K)
+    for k in range(K):
+        Xk = Xs[codes == k]
+        name = levels[k] if levels is not None else k
+        if Xk.shape[0] < 2:
+            raise ValueError(f"class {name!r} has {Xk.shape[0]} row: the journal bandwidth needs at least 2 "
+                             f"rows of every class")
+        tr = float(np.sum(Xk.var(axis=0, ddof=1)))
+        if not tr > 0:
+            raise ValueError(f"class {name!r} does not vary (all its rows are equal): its bandwidth would be 0")
+        h[k] = _SILVERMAN_054 * gamma * np.sqrt(tr / p) * Xk.shape[0] ** -0.2
+    return h
+
+
+@dataclass
+class RFormulation:
+    """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`)."""
+
+    lam: float
+    V0: Any = None
+    C: Optional[Callable] = None
+    scale: bool = True
+    correct: bool = False
+
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
+        from .model import _penalty, _start, r_standardise
+
+        K = levels.size
+        mu, scales, Xs = r_standardise(Xa, self.scale)
+        PI = np.bincount(codes, minlength=K) / codes.size
+        problem = check_problem(Xs, codes.astype(np.int32), PI, np.ones(K))
+        y1 = codes + 1
+        V = _start(self.V0, Xs, y1, ndim)
+        pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
+        return Setup(mu, scales, None, problem, V, self.lam, pen, dpen,
+                     "correct" if self.correct else "R", normalised=False)
+
+
+@dataclass
+class JournalFormulation:
+    """The published OPNB (see :func:`pyopnb.opnb_journal`)."""
+
+    gamma: float = 1.0
+    prescale: bool = False
+    V0: Any = None
+
+    def __post_init__(self) -> None:
+        self.gamma = as_positive_scalar(self.gamma, "gamma")
+
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
+        from .model import _start, r_standardise
+
+        K = levels.size
+        # the paper's protocol: each variable over its training sd (constant ones zeroed)
+        mu, scales, Xs = r_standardise(Xa, True)
+        T = None
+        if self.prescale:
+            T, _ = _inv_sqrt(within_between(Xs, codes, K)[0])
+            Xs = np.ascontiguousarray(Xs @ T)
+        h = journal_bandwidths(Xs, codes, K, self.gamma, levels)
+        PI = np.bincount(codes, minlength=K) / codes.size
+        problem = check_problem(Xs, codes.astype(np.int32), PI, h)
+        if self.V0 is None:
+            V = lda_start(Xs, codes, K, ndim)
+        else:
+            V = _start(self.V0, Xs, codes + 1, ndim)
+        return Setup(mu, scales, T, problem, V, 0.0, None, None, "correct", normalised=True)
