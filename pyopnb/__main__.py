@@ -18,8 +18,9 @@ from .datasets import load_pima
 from .model import _CONVERGENCE, OPNB, predict
 
 
-def kernel_naive_bayes(X, y, Xte):
-    """Classes of Xte under a kernel Naive Bayes on the raw features."""
+def kernel_naive_bayes(X, y, Xte, gamma: float = 1.0):
+    """Classes of Xte under a kernel Naive Bayes on the raw features
+    (bandwidths ``gamma`` times Silverman's rule)."""
     classes = np.unique(y)
     logden = np.zeros((Xte.shape[0], classes.size))
     for k, c in enumerate(classes):
@@ -31,7 +32,7 @@ def kernel_naive_bayes(X, y, Xte):
             iqr = np.subtract(*np.percentile(x, [75, 25]))
             spread = min(x.std(ddof=1), iqr / 1.34) or x.std(ddof=1) or 1.0
             # Silverman's rule, for a kernel of variance 2
-            h = 0.9 * spread * nk ** -0.2 / np.sqrt(2)
+            h = gamma * 0.9 * spread * nk ** -0.2 / np.sqrt(2)
             logden[:, k] += np.log(np.maximum(fk_sum(x, np.full(nk, 1 / (nk * h)), h, Xte[:, j]), 1e-300))
     return classes[np.argmax(logden - logsumexp(logden, axis=1, keepdims=True), axis=1)]
 

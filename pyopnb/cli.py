@@ -2,6 +2,7 @@
 
     pyopnb demo [--png opnb_pima.png]
     pyopnb fit train.csv --target y [--ndim 3 --lam 1e-3 --nbin 1000 | --exact] [--no-scale] --out model.rds
+    pyopnb fit train.csv --target y --formulation journal [--gamma 1 --prescale] --out model.rds
     pyopnb predict model.rds test.csv [--proba] [--target y] [--r-compatible] --out predictions.csv
     pyopnb plot model.rds [--data test.csv [--target y]] --out projection.png
 
@@ -122,7 +123,7 @@ def _check_out(path: str, suffixes: Sequence[str], what: str) -> None:
 
 
 def cmd_fit(args) -> None:
-    from .model import OPNB
+    from .model import OPNB, opnb_journal
     from .rio import write_model
 
     _check_out(args.out, (".rds", ".json"), "model files")
@@ -135,9 +136,19 @@ def cmd_fit(args) -> None:
     X, names = _encode(df.drop(columns=[args.target]), args.train)
     if X.shape[1] == 0:
         raise CLIError(f"{args.train}: no feature columns besides {args.target!r}")
+    nbin = None if args.exact else args.nbin
     try:
-        model = OPNB(X, y.to_numpy(), ndim=args.ndim, lam=args.lam, nbin=None if args.exact else args.nbin,
-                     scale=not args.no_scale)
+        if args.formulation == "journal":
+            if args.lam is not None or args.no_scale:
+                raise CLIError("--lam and --no-scale belong to --formulation R (the journal formulation has no "
+                               "penalty and always scales)")
+            model = opnb_journal(X, y.to_numpy(), ndim=args.ndim, nbin=nbin, prescale=args.prescale,
+                                 gamma=1.0 if args.gamma is None else args.gamma)
+        else:
+            if args.gamma is not None or args.prescale:
+                raise CLIError("--gamma and --prescale belong to --formulation journal")
+            model = OPNB(X, y.to_numpy(), ndim=args.ndim, lam=1e-3 if args.lam is None else args.lam, nbin=nbin,
+                         scale=not args.no_scale)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     model.feature_names = tuple(names)
@@ -280,7 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("train")
     f.add_argument("--target", required=True, help="the class column")
     f.add_argument("--ndim", type=int)
-    f.add_argument("--lam", type=float, default=1e-3)
+    f.add_argument("--formulation", choices=("R", "journal"), default="R",
+                   help="R: R OPNB 1.0's penalised objective (default); journal: the method as published "
+                        "(normalised projections, class bandwidths, LDA start)")
+    f.add_argument("--lam", type=float, help="penalty (formulation R; default 1e-3)")
+    f.add_argument("--gamma", type=float, help="bandwidth multiplier (formulation journal; default 1)")
+    f.add_argument("--prescale", action="store_true", help="formulation journal: multiply the scaled data by "
+                                                           "the within-class covariance's inverse square root")
     f.add_argument("--nbin", type=int, default=1000)
     f.add_argument("--exact", action="store_true", help="exact kernel sums (R's nbin = NULL)")
     f.add_argument("--no-scale", action="store_true", help="do not scale features to unit sd")

@@ -9,7 +9,7 @@ import numpy as np
 from ._validation import as_positive_scalar
 from .model import OPNB, OPNBModel, _check_lam, _check_X, factor, predict
 
-__all__ = ["OPNB_CV_lam"]
+__all__ = ["OPNB_CV_lam", "opnb_journal_cv"]
 
 
 def _stratified_folds(k: Any, labels: np.ndarray, random_state: Any) -> List[np.ndarray]:
@@ -155,3 +155,96 @@ def OPNB_CV_lam(
     fit_kwargs.pop("threads", None)
     model: OPNBModel = OPNB(Xa[rows], labels[rows], lam=lams[best], **fit_kwargs)
     return {"model": model, "cv_stats": np.column_stack([lams, acc])}
+
+
+_JOURNAL_GAMMAS = (1 / 3, 1 / 2, 1.0, 2.0, 3.0)
+
+
+def _journal_fold(X, labels, train, test, gamma, ndims, path, fit_kwargs) -> np.ndarray:
+    """Test-fold hits (count of correct predictions) for each ndim."""
+    from .model import opnb_journal
+
+    hits = np.zeros(len(ndims), dtype=np.int64)
+    if path:
+        # one fit at the largest ndim; its first m greedy columns serve ndim = m
+        model = opnb_journal(X[train], labels[train], ndim=max(ndims), gamma=gamma, **fit_kwargs)
+        for j, m in enumerate(ndims):
+            hits[j] = int(np.sum(predict(model, X[test], ndim=m, log=True)["class"] == labels[test]))
+        return hits
+    for j, m in enumerate(ndims):
+        model = opnb_journal(X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs)
+        hits[j] = int(np.sum(predict(model, X[test], log=True)["class"] == labels[test]))
+    return hits
+
+
+def opnb_journal_cv(
+    X: Any,
+    y: Any,
+    folds: Union[int, Sequence[Sequence[int]]] = 5,
+    gamma: Sequence[float] = _JOURNAL_GAMMAS,
+    ndim: Optional[Sequence[int]] = None,
+    nbin: Optional[int] = 1000,
+    prescale: bool = False,
+    *,
+    path: bool = True,
+    cores: int = 1,
+    random_state: Any = 0,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Tune the journal formulation's gamma and ndim by cross-validated accuracy.
+
+    For each gamma and fold, ``path=True`` fits the largest ndim once and
+    predicts with its first m columns for every m (the columns are in greedy
+    order, so the first m are the fit's own choice of m columns): one fit per
+    gamma and fold instead of one per ndim. ``path=False`` refits at every
+    ndim (the paper's way; ``benchmarks/bench_journal.py`` compares the two).
+    ``folds``: an integer k (stratified, shuffled with ``random_state``) or
+    0-based index arrays. ``ndim`` defaults to 1..min(d, 20); ``gamma`` to the
+    paper's grid. The best pair (the first on ties: smaller gamma, then
+    smaller ndim) is refitted on the rows of all folds. ``cores > 1`` runs
+    (gamma, fold) pairs through joblib, one thread per fit.
+
+    Returns ``{"model": OPNBModel, "gamma": float, "ndim": int,
+    "cv_stats": (len(gamma) * len(ndim), 3) array [gamma, ndim, accuracy]}``.
+    """
+    from .model import _check_ndim, opnb_journal
+
+    Xa = _check_X(X, "X")
+    levels, codes = factor(y)
+    if codes.size != Xa.shape[0]:
+        raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
+    labels = levels[codes]
+    if np.isscalar(folds):
+        folds = _stratified_folds(folds, codes, random_state)
+    fl = _check_folds(folds, Xa.shape[0])
+    d = Xa.shape[1]
+    ndims = list(range(1, min(d, 20) + 1)) if ndim is None else sorted({_check_ndim(m, d) for m in ndim})
+    if not ndims:
+        raise ValueError("ndim must list at least one number of columns")
+    gammas = [as_positive_scalar(g, "gamma") for g in np.atleast_1d(gamma)]
+    fit_kwargs: Dict[str, Any] = dict(nbin=nbin, prescale=prescale)
+    pairs = [(g, j) for g in range(len(gammas)) for j in range(len(fl))]
+    bar = _Progress(len(pairs), progress)
+
+    def job(g: int, j: int):
+        train = np.concatenate([f for i, f in enumerate(fl) if i != j])
+        return g, _journal_fold(Xa, labels, train, fl[j], gammas[g], ndims, path, fit_kwargs)
+
+    hits = np.zeros((len(gammas), len(ndims)), dtype=np.int64)
+    if int(cores) > 1:
+        from joblib import Parallel, delayed
+
+        fit_kwargs["threads"] = 1
+        results = Parallel(n_jobs=int(cores), return_as="generator_unordered")(delayed(job)(g, j) for g, j in pairs)
+    else:
+        results = (job(g, j) for g, j in pairs)
+    for g, h in results:
+        hits[g] += h
+        bar.step(f"gamma {gammas[g]:.3g}")
+    acc = hits / sum(f.size for f in fl)
+    gi, mi = np.unravel_index(int(np.argmax(acc)), acc.shape)  # first of the maxima, row-major
+    rows = np.concatenate(fl)
+    fit_kwargs.pop("threads", None)
+    model = opnb_journal(Xa[rows], labels[rows], ndim=ndims[mi], gamma=gammas[gi], **fit_kwargs)
+    stats = np.array([[g, m, acc[a, b]] for a, g in enumerate(gammas) for b, m in enumerate(ndims)])
+    return {"model": model, "gamma": gammas[gi], "ndim": ndims[mi], "cv_stats": stats}

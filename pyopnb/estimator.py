@@ -9,7 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import column_names, feature_order
-from .model import OPNB, OPNBModel, predict
+from .model import OPNB, OPNBModel, opnb_journal, predict
 
 __all__ = ["OPNBClassifier"]
 
@@ -30,6 +30,11 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     ----------
     ndim : int, optional
         Projection columns (default ``min(n_features, 20)``).
+    formulation : {"R", "journal"}
+        ``"R"``: R OPNB 1.0's penalised formulation (:func:`pyopnb.OPNB`;
+        ``lam``, ``scale``, ``C`` and ``correct`` apply). ``"journal"``: the
+        method as published (:func:`pyopnb.opnb_journal`; ``gamma`` and
+        ``prescale`` apply).
     lam : float
         Penalty on ``||V||^2``, > 0.
     nbin : int or None
@@ -42,6 +47,10 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         Optimise the paper's objective rather than R's (priors once).
     threads : int, optional
         Threads for the projection columns.
+    gamma : float
+        The journal formulation's bandwidth multiplier (grid 1/3, 1/2, 1, 2, 3).
+    prescale : bool
+        The journal formulation: multiply the scaled data by Sigma_W^(-1/2) first.
 
     Attributes
     ----------
@@ -53,7 +62,8 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
 
     def __init__(self, ndim: Optional[int] = None, lam: float = 1e-3, nbin: Optional[int] = 1000,
                  scale: bool = True, V0: Optional[Callable] = None, C: Optional[Callable] = None,
-                 correct: bool = False, threads: Optional[int] = None):
+                 correct: bool = False, threads: Optional[int] = None, formulation: str = "R",
+                 gamma: float = 1.0, prescale: bool = False):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -62,6 +72,9 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         self.C = C
         self.correct = correct
         self.threads = threads
+        self.formulation = formulation
+        self.gamma = gamma
+        self.prescale = prescale
 
     def fit(self, X: Any, y: Any) -> "OPNBClassifier":
         """Fit the projection and the class densities."""
@@ -74,8 +87,17 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         if ndim is not None and ndim > X.shape[1]:
             raise ValueError(f"ndim = {ndim} exceeds n_features = {X.shape[1]} of X")
         # codes 0..K-1 keep the model's class order that of classes_
-        self.model_: OPNBModel = OPNB(X, codes, ndim=ndim, lam=self.lam, V0=self.V0, scale=self.scale,
-                                      nbin=self.nbin, C=self.C, correct=self.correct, threads=self.threads)
+        if self.formulation == "journal":
+            if self.C is not None:
+                raise ValueError("C (a penalty matrix) belongs to formulation='R'; the journal formulation has "
+                                 "no penalty")
+            self.model_: OPNBModel = opnb_journal(X, codes, ndim=ndim, gamma=self.gamma, nbin=self.nbin,
+                                                  prescale=self.prescale, V0=self.V0, threads=self.threads)
+        elif self.formulation == "R":
+            self.model_ = OPNB(X, codes, ndim=ndim, lam=self.lam, V0=self.V0, scale=self.scale,
+                               nbin=self.nbin, C=self.C, correct=self.correct, threads=self.threads)
+        else:
+            raise ValueError(f"formulation must be 'R' or 'journal', got {self.formulation!r}")
         self._n_features_out = self.model_.ndim
         return self
 

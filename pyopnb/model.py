@@ -18,8 +18,8 @@ from scipy.special import logsumexp
 
 from . import _ksum
 from ._validation import align_columns, as_nbin, as_positive_scalar, column_names
-from .ksum import DEFAULT_BETA as _DEFAULT_BETA
 from .formulation import JournalFormulation, RFormulation
+from .naive_bayes import class_log_densities
 from .objective import Problem, Workspace, default_threads, evaluate, evaluate_normalised, grid_tables
 
 __all__ = ["OPNBModel", "OPNB", "opnb_journal", "predict", "factor"]
@@ -503,8 +503,8 @@ def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
                "gradient is not the exact derivative of its binned value." if st.compat == "R" and nbin_v else "")
         warnings.warn(
             "OPNB: L-BFGS-B stopped because its line search failed (convergence code 52, as R's optim "
-            "reports it): the projection may not be a local optimum of the objective." + why + " Try a "
-            + ("larger lam, " if st.pen is not None else "") + "exact sums (nbin=None), more bins, or another "
+            "reports it): the projection may not be a local optimum of the objective." + why + " Try "
+            + ("a larger lam, " if st.pen is not None else "") + "exact sums (nbin=None), more bins, or another "
             "start V0.", RuntimeWarning, stacklevel=3)
     if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
         fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
@@ -536,26 +536,11 @@ def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
 
 def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndim: int, log: bool) -> np.ndarray:
     """[m, K]: log f_k (log=True) or the product densities f_k, per R's predict."""
-    K = model.nc
     y0 = np.asarray(model.y, dtype=np.int64) - 1
-    out = np.zeros((pte.shape[0], K)) if log else np.ones((pte.shape[0], K))
-    for k in range(K):
-        pk = ptr[y0 == k]
-        nk = pk.shape[0]
-        if nk == 0:
-            raise ValueError(f"class {model.ynames[k]!r} has no training points in the model")
-        for t in range(ndim):
-            hkt = float(model.h[k, t])
-            w = np.full((nk, 1), 1.0 / (nk * hkt))
-            if log:
-                L, _ = _ksum.exact_sums(np.ascontiguousarray(pk[:, t]), w, hkt, _DEFAULT_BETA,
-                                        np.ascontiguousarray(pte[:, t]), True, False, True)
-                out[:, k] += L[:, 0]
-            else:
-                S, _ = _ksum.exact_sums(np.ascontiguousarray(pk[:, t]), w, hkt, _DEFAULT_BETA,
-                                        np.ascontiguousarray(pte[:, t]), True, False)
-                out[:, k] *= S[:, 0]
-    return out
+    counts = np.bincount(y0, minlength=model.nc)
+    if np.any(counts == 0):
+        raise ValueError(f"class {model.ynames[int(np.argmin(counts))]!r} has no training points in the model")
+    return class_log_densities(ptr[:, :ndim], y0, model.nc, model.h[:, :ndim], pte[:, :ndim], log)
 
 
 def _check_model(model: Any) -> OPNBModel:

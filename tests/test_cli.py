@@ -186,3 +186,25 @@ def test_outputs_get_the_umask_mode(files):
     assert run_umask("plot", "u.json", "--out", "u.png").returncode == 0
     for name in ("u.json", "u.csv", "u.png"):
         assert os.stat(tmp / name).st_mode & 0o777 == 0o644, name
+
+
+def test_fit_the_journal_formulation(files):
+    tmp, d = files
+    r = run("fit", "train.csv", "--target", "type", "--formulation", "journal", "--gamma", "0.5", "--ndim", "2",
+            "--exact", "--out", "j.json", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    from pyopnb.rio import read_json
+
+    m = read_json(tmp / "j.json")
+    assert m.lam == 0.0 and m.h.shape == (2, 2) and m.h[0, 0] == m.h[0, 1] and m.h[0, 0] != m.h[1, 0]
+    r = run("predict", "j.json", "test.csv", "--out", "j.csv", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    r = run("fit", "train.csv", "--target", "type", "--formulation", "journal", "--ndim", "1", "--out", "j1.json",
+            cwd=tmp)  # gamma 1 by default
+    assert r.returncode == 0, r.stderr
+    assert read_json(tmp / "j1.json").h[0, 0] == pytest.approx(2 * m.h[0, 0], rel=1e-12)
+    r = run("fit", "train.csv", "--target", "type", "--formulation", "journal", "--lam", "0.1", "--out", "x.rds",
+            cwd=tmp)
+    assert r.returncode == 2 and "--lam and --no-scale belong to --formulation R" in r.stderr
+    r = run("fit", "train.csv", "--target", "type", "--gamma", "2", "--out", "x.rds", cwd=tmp)
+    assert r.returncode == 2 and "--gamma and --prescale belong to --formulation journal" in r.stderr

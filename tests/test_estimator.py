@@ -10,7 +10,8 @@ from pyopnb.datasets import load_pima
 from pyopnb.estimator import OPNBClassifier
 
 
-@parametrize_with_checks([OPNBClassifier(nbin=50), OPNBClassifier(nbin=None, ndim=2)])
+@parametrize_with_checks([OPNBClassifier(nbin=50), OPNBClassifier(nbin=None, ndim=2),
+                          OPNBClassifier(formulation="journal", nbin=None, ndim=2)])
 def test_sklearn_checks(estimator, check):
     check(estimator)
 

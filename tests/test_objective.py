@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from helpers import central_difference
 from hypothesis import strategies as st
 
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
@@ -21,16 +22,8 @@ def problem(seed, n=60, d=4, ndim=2, K=3, ties=True, equal=False):
 
 
 def numerical_gradient(V, X, y, PI, h, nbin, step=1e-6):
-    g = np.zeros_like(V)
-    for a in range(V.shape[0]):
-        for b in range(V.shape[1]):
-            Vp, Vm = V.copy(), V.copy()
-            Vp[a, b] += step
-            Vm[a, b] -= step
-            fp = objective_and_gradient(Vp, X, y, PI, h, nbin=nbin, gradient=False)[0]
-            fm = objective_and_gradient(Vm, X, y, PI, h, nbin=nbin, gradient=False)[0]
-            g[a, b] = (fp - fm) / (2 * step)
-    return g
+    return central_difference(lambda W: objective_and_gradient(W, X, y, PI, h, nbin=nbin, gradient=False)[0],
+                              V, step)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -367,14 +367,31 @@ def _python_model():
     return OPNB(pd.DataFrame(d.X_train, columns=list(d.feature_names)), d.y_train, ndim=3), d
 
 
+def _journal_model():
+    from pyopnb import opnb_journal
+    from pyopnb.datasets import load_pima
+    import pandas as pd
+
+    d = load_pima()
+    return opnb_journal(pd.DataFrame(d.X_train, columns=list(d.feature_names)), d.y_train, ndim=3, gamma=0.5), d
+
+
 @check("base/R reads pyopnb's RDS files", BASE_R, r_packages=())
 def _check_rds_in_R():
+    return _rds_in_R(*_python_model())
+
+
+@check("base/R reads a journal-formulation model's RDS file", BASE_R, r_packages=())
+def _check_journal_rds_in_R():
+    return _rds_in_R(*_journal_model())
+
+
+def _rds_in_R(m, _):
     import tempfile
     from pathlib import Path
 
     from pyopnb.rio import write_rds
 
-    m, _ = _python_model()
     with tempfile.TemporaryDirectory() as tmp:
         path = (Path(tmp) / "m.rds").as_posix()
         write_rds(m, path)
@@ -620,6 +637,15 @@ def _live_models():
 
 @check("live/R's predict.OPNB on pyopnb's models", LIVE, r_packages=("OPNB",))
 def _live_predict_python_model():
+    return _r_predicts(*_python_model())
+
+
+@check("live/R's predict.OPNB on a journal-formulation model", LIVE, r_packages=("OPNB",))
+def _live_predict_journal_model():
+    return _r_predicts(*_journal_model())
+
+
+def _r_predicts(m, d):
     import tempfile
     from pathlib import Path
 
@@ -627,7 +653,6 @@ def _live_predict_python_model():
     from pyopnb.rio import write_rds
 
     rbridge.load_packages("OPNB")
-    m, d = _python_model()
     rbridge.assign("Xte__", d.X_test)
     ours = predict(m, d.X_test)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,91 @@
+"""What the comparators share: input checks, the binary-column split, and
+posteriors from class log densities."""
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import as_positive_scalar
+
+
+def binary_columns(X: np.ndarray, binary: Any) -> np.ndarray:
+    """A boolean mask of the columns treated as binary (one-hot encoded):
+    ``"auto"``, those whose training values all lie in {0, 1}; else a mask
+    or a list of column indices; None, no column."""
+    d = X.shape[1]
+    if binary is None:
+        return np.zeros(d, dtype=bool)
+    if isinstance(binary, str):
+        if binary != "auto":
+            raise ValueError(f"binary must be 'auto', None, a boolean mask or column indices; got {binary!r}")
+        return np.all((X == 0) | (X == 1), axis=0)
+    arr = np.asarray(binary)
+    if arr.dtype == bool:
+        if arr.shape != (d,):
+            raise ValueError(f"binary as a mask must have one entry per column ({d}), got shape {arr.shape}")
+        return arr.copy()
+    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() >= d)):
+        raise ValueError(f"binary must list column indices from 0 to {d - 1}")
+    mask = np.zeros(d, dtype=bool)
+    mask[arr] = True
+    return mask
+
+
+class ClassDensityClassifier(ClassifierMixin, BaseEstimator):
+    """A classifier by Bayes' rule from class log densities: subclasses give
+    ``_fit_densities(X, codes)`` and ``_log_densities(X)`` ([m, K]); this
+    class checks input, keeps classes and priors, and turns log densities
+    into posteriors in log space (no underflow)."""
+
+    def _fit_densities(self, X: np.ndarray, codes: np.ndarray) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _log_densities(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fit(self, X: Any, y: Any) -> "ClassDensityClassifier":
+        """Fit the class densities and the priors n_k / n."""
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(f"{type(self).__name__} needs at least two classes; y has 1: {self.classes_[0]!r}")
+        self.class_count_ = np.bincount(codes, minlength=self.classes_.size)
+        self.class_log_prior_ = np.log(self.class_count_ / codes.size)
+        self._fit_densities(X, codes)
+        return self
+
+    def _joint_log(self, X: Any) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self.class_log_prior_ + self._log_densities(X)
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Log posteriors, columns in ``classes_`` order."""
+        j = self._joint_log(X)
+        return j - logsumexp(j, axis=1, keepdims=True)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Posteriors, columns in ``classes_`` order; rows sum to 1."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The class of largest posterior (the first on ties)."""
+        j = self._joint_log(X)
+        return self.classes_[np.argmax(j, axis=1)]
+
+
+def positive(value: Any, name: str) -> float:
+    return as_positive_scalar(value, name)
+
+
+def split_spread(x: np.ndarray) -> Tuple[float, float]:
+    """(sd, IQR / 1.34) of a sample."""
+    sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+    q75, q25 = np.percentile(x, [75, 25]) if x.size else (0.0, 0.0)
+    return sd, float(q75 - q25) / 1.34

@@ -1,0 +1,97 @@
+"""Kernel naive Bayes with the papers' bandwidths."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .._validation import as_nbin
+from ..ksum import fk_sum
+from ..naive_bayes import class_log_densities
+from ._base import ClassDensityClassifier, binary_columns, positive, split_spread
+
+# Silverman's rule of thumb, 0.9 min(sd, IQR / 1.34) n^(-1/5), is for a kernel
+# of unit variance; OPNB's kernel (1 + |u|) exp(-|u|) / 4 has variance 4, so
+# its bandwidth is half that (the journal's 0.54 for OPNB is 1.06 / 2 likewise)
+_RULE = 0.9 / 2.0
+
+
+def silverman(x: np.ndarray, fallback: float) -> float:
+    """0.45 min(sd, IQR/1.34) n^(-1/5) for OPNB's kernel; the sd where the IQR
+    is 0, ``fallback`` where the sample does not vary."""
+    sd, iqr = split_spread(x)
+    spread = min(sd, iqr) if iqr > 0 else sd
+    if not spread > 0:
+        return fallback
+    return _RULE * spread * x.size ** -0.2
+
+
+class KernelNB(ClassDensityClassifier):
+    """Naive Bayes with kernel density marginals (the papers' NB).
+
+    Each class's density is the product over features of univariate kernel
+    density estimates with OPNB's kernel (1 + |u|) exp(-|u|) / 4. Continuous
+    features get, per class, ``gamma`` times Silverman's rule of thumb for
+    that class's values (scaled to this kernel); binary (one-hot) features
+    get the bandwidth ``alpha`` for every class. Posteriors are computed in
+    log space.
+
+    Parameters
+    ----------
+    gamma : float > 0
+        Multiplier of Silverman's rule (the paper's grid: 1/3, 1/2, 1, 2, 3).
+    alpha : float > 0
+        Bandwidth of the binary features (grid: 0.1, 0.2, ..., 0.5).
+    binary : "auto", None, a boolean mask or column indices
+        Which features are binary; "auto": those whose training values are
+        all 0 or 1.
+    nbin : int or None
+        None: exact kernel sums. An integer: FKSUM's binned sums (``fk_sum``
+        with ``nbin``), falling back to exact log-space sums for rows where a
+        binned density is not positive.
+
+    A class whose values of a continuous feature do not vary gets the
+    bandwidth of the whole training column there (the rule on all rows); a
+    column constant over all rows gets bandwidth 1 for every class, so it
+    multiplies every class density alike and decides nothing.
+    """
+
+    def __init__(self, gamma: float = 1.0, alpha: float = 0.3, binary: Any = "auto", nbin: Optional[int] = None):
+        self.gamma = gamma
+        self.alpha = alpha
+        self.binary = binary
+        self.nbin = nbin
+
+    def _fit_densities(self, X: np.ndarray, codes: np.ndarray) -> None:
+        gamma = positive(self.gamma, "gamma")
+        alpha = positive(self.alpha, "alpha")
+        self._nbin = as_nbin(self.nbin)
+        self.binary_ = binary_columns(X, self.binary)
+        K, d = self.classes_.size, X.shape[1]
+        H = np.empty((K, d))
+        for j in range(d):
+            if self.binary_[j]:
+                H[:, j] = alpha
+                continue
+            whole = silverman(X[:, j], 0.0)
+            for k in range(K):
+                H[k, j] = gamma * silverman(X[codes == k, j], whole) if whole > 0 else 1.0
+        self.bandwidths_ = H
+        self._X, self._codes = X.copy(), codes
+
+    def _log_densities(self, X: np.ndarray) -> np.ndarray:
+        K = self.classes_.size
+        if self._nbin is None:
+            return class_log_densities(self._X, self._codes, K, self.bandwidths_, X, True)
+        out = np.zeros((X.shape[0], K))
+        for k in range(K):
+            Xk = self._X[self._codes == k]
+            for j in range(X.shape[1]):
+                h = self.bandwidths_[k, j]
+                with np.errstate(divide="ignore"):
+                    out[:, k] += np.log(fk_sum(Xk[:, j], np.full(Xk.shape[0], 1.0 / (Xk.shape[0] * h)), h,
+                                               X[:, j], nbin=self._nbin))
+        bad = ~np.isfinite(out).all(axis=1)
+        if bad.any():
+            out[bad] = class_log_densities(self._X, self._codes, K, self.bandwidths_, X[bad], True)
+        return out

@@ -1,0 +1,102 @@
+"""Every method of the papers' comparison with its parameter grid, so a study
+can loop over them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method of the comparison: ``make()`` gives an unfitted scikit-learn
+    classifier, ``grid(p)`` its parameter grid for data with p features (as
+    GridSearchCV's ``param_grid``), ``source`` where the method and the grid
+    come from."""
+
+    name: str
+    make: Callable[[], Any]
+    grid: Callable[[int], Dict[str, List[Any]]]
+    source: str
+
+
+_GAMMAS = [1 / 3, 1 / 2, 1.0, 2.0, 3.0]
+_ALPHAS = [0.1, 0.2, 0.3, 0.4, 0.5]
+
+
+def _opnb_r():
+    from ..estimator import OPNBClassifier
+
+    return OPNBClassifier()
+
+
+def _opnb_journal():
+    from ..estimator import OPNBClassifier
+
+    return OPNBClassifier(formulation="journal")
+
+
+def _kernel_nb():
+    from ._kernel_nb import KernelNB
+
+    return KernelNB()
+
+
+def _ccica():
+    from ._ccica import CCICA
+
+    return CCICA()
+
+
+def _kdda():
+    from ._kdda import KDDA
+
+    return KDDA()
+
+
+def _rda():
+    from ._rda import RDA
+
+    return RDA()
+
+
+def _sklearn(name: str, **kwargs: Any) -> Callable[[], Any]:
+    def make():
+        import sklearn.discriminant_analysis as da
+        import sklearn.naive_bayes as nb
+        import sklearn.svm as svm
+
+        for mod in (da, nb, svm):
+            if hasattr(mod, name):
+                return getattr(mod, name)(**kwargs)
+        raise ValueError(name)  # pragma: no cover - the names below exist
+
+    return make
+
+
+_JOURNAL = "opnb-journal-version.md, section 4.2"
+METHODS: Dict[str, Method] = {m.name: m for m in (
+    Method("OPNB", _opnb_r, lambda p: {"lam": [1e-4 * 2.0 ** i for i in range(10)]},
+           "R OPNB 1.0's penalised formulation; lam over OPNB_CV_lam's default grid"),
+    Method("OPNB-journal", _opnb_journal,
+           lambda p: {"gamma": _GAMMAS, "ndim": list(range(1, min(p, 20) + 1))}, _JOURNAL + " item 8"),
+    Method("NB", _kernel_nb, lambda p: {"gamma": _GAMMAS, "alpha": _ALPHAS}, _JOURNAL + " item 1"),
+    Method("CCICA", _ccica, lambda p: {"n_components": list(range(1, min(p, 20) + 1)), "gamma": _GAMMAS},
+           _JOURNAL + " item 2"),
+    Method("KDDA", _kdda, lambda p: {"gamma": _GAMMAS, "alpha": _ALPHAS}, _JOURNAL + " item 3"),
+    Method("LDA", _sklearn("LinearDiscriminantAnalysis", solver="eigen"), lambda p: {},
+           _JOURNAL + " item 4 (scikit-learn's LDA on all discriminant directions; the paper also tuned "
+                      "their number)"),
+    Method("RDA", _rda, lambda p: {"lam": [round(0.1 * i, 1) for i in range(1, 11)]}, _JOURNAL + " item 5"),
+    Method("QDA", _sklearn("QuadraticDiscriminantAnalysis"), lambda p: {},
+           "generative-classifiers-notes.md (scikit-learn's QDA)"),
+    Method("SVM", _sklearn("SVC", kernel="rbf"),
+           lambda p: {"gamma": [2.0 ** (2 * i + 1) for i in range(-8, 2)],
+                      "C": [2.0 ** (2 * i + 1) for i in range(-3, 8)]}, _JOURNAL + " item 7 (libsvm's grid)"),
+    Method("GaussianNB", _sklearn("GaussianNB"), lambda p: {},
+           "generative-classifiers-notes.md (scikit-learn's GaussianNB)"),
+    Method("CategoricalNB", _sklearn("CategoricalNB", alpha=1.0), lambda p: {},
+           "generative-classifiers-notes.md: Laplace smoothing (alpha = 1); features must be non-negative "
+           "integer codes"),
+    Method("MultinomialNB", _sklearn("MultinomialNB", alpha=1.0), lambda p: {},
+           "generative-classifiers-notes.md: Laplace smoothing (alpha = 1); features must be non-negative counts"),
+)}

@@ -1,0 +1,264 @@
+"""The published OPNB (journal version): the normalised objective against a
+direct O(n^2) reference, its gradient, invariances, the LDA start, the fit."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from helpers import central_difference
+from hypothesis import strategies as st
+
+from pyopnb import opnb_journal, predict
+from pyopnb.datasets import load_pima
+from pyopnb.formulation import journal_bandwidths, lda_start, within_between
+from pyopnb.model import r_standardise
+from pyopnb.objective import df_NB_normalised, f_NB_normalised
+
+
+def reference(V, X, y, PI, h):
+    """Eq. (4)-(6) at V-bar, directly: (1/n) sum_i log(PI_yi f_yi(z_i) / sum_k PI_k f_k(z_i)),
+    f_k a product over columns of 1/(n_k h_k) sum_{j in k} K((z - z_j) / h_k),
+    K(u) = (1 + |u|) exp(-|u|) / 4."""
+    Vbar = V / np.linalg.norm(V, axis=0)
+    Z = X @ Vbar
+    K = PI.size
+    logf = np.zeros((X.shape[0], K))
+    for k in range(K):
+        Zk = Z[y == k]
+        u = np.abs(Z[:, None, :] - Zk[None, :, :]) / h[k]
+        dens = ((1 + u) * np.exp(-u) / 4).sum(axis=1) / (Zk.shape[0] * h[k])
+        logf[:, k] = np.log(dens).sum(axis=1)
+    a = np.log(PI) + logf
+    m = a.max(axis=1, keepdims=True)
+    lse = (m + np.log(np.exp(a - m).sum(axis=1, keepdims=True))).ravel()
+    return float(np.mean(a[np.arange(X.shape[0]), y] - lse))
+
+
+def problem(seed, n, d, ndim, K, ties=True):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, d)
+    if ties and n > 3:
+        X[1] = X[0]
+        X[3, 0] = X[2, 0]
+    # unequal classes: class k drawn with weight k + 1
+    w = np.arange(1, K + 1, dtype=float)
+    y = rng.choice(K, size=n, p=w / w.sum())
+    y[:K] = np.arange(K)
+    PI = np.bincount(y, minlength=K) / n
+    h = rng.uniform(0.3, 2.0, K)
+    V = rng.normal(size=(d, ndim))
+    return V, X, y, PI, h
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), n=st.integers(5, 200), d=st.integers(1, 6), ndim=st.integers(1, 4),
+       K=st.integers(2, 5))
+def test_exact_value_is_the_direct_sum(seed, n, d, ndim, K):
+    ndim = min(ndim, d)
+    K = min(K, n)
+    V, X, y, PI, h = problem(seed, n, d, ndim, K)
+    ref = reference(V, X, y, PI, h)
+    assert f_NB_normalised(V, X, y, PI, h) == pytest.approx(ref, rel=1e-12, abs=1e-13)
+
+
+def test_binned_value_converges_to_exact():
+    V, X, y, PI, h = problem(3, 300, 4, 2, 3)
+    exact = f_NB_normalised(V, X, y, PI, h)
+    errs = [abs(f_NB_normalised(V, X, y, PI, h, nbin=nb) - exact) for nb in (25, 100, 400, 1600)]
+    assert errs[0] > 0 and all(b < a for a, b in zip(errs, errs[1:]))
+    # linear binning: the error falls as the spacing squared, about 16x per 4x bins
+    assert errs[-1] < 1e-6 and errs[0] / errs[-1] > 500
+
+
+def numerical_gradient(V, X, y, PI, h, nbin, step):
+    return central_difference(lambda W: f_NB_normalised(W, X, y, PI, h, nbin), V, step)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), n=st.integers(6, 80), d=st.integers(1, 5), ndim=st.integers(1, 3),
+       K=st.integers(2, 4), binned=st.booleans())
+def test_gradient_matches_finite_differences(seed, n, d, ndim, K, binned):
+    ndim = min(ndim, d)
+    V, X, y, PI, h = problem(seed, n, d, ndim, K)
+    nbin = 40 if binned else None
+    g = df_NB_normalised(V, X, y, PI, h, nbin)
+    scale = max(np.max(np.abs(g)), 1e-4)
+    # a shorter step where the binned value's kinks (points crossing bin edges) are straddled
+    errs = [np.max(np.abs(g - numerical_gradient(V, X, y, PI, h, nbin, s))) / scale for s in (1e-6, 1e-7)]
+    assert min(errs) < 1e-5
+    # d = 1: V-bar is +-1 whatever V is, so the value is flat and the gradient 0
+    if d == 1:
+        assert np.all(np.abs(g) < 1e-12)
+
+
+@pytest.mark.parametrize("nbin", [None, 200])
+def test_invariances(nbin):
+    V, X, y, PI, h = problem(11, 120, 5, 3, 3)
+    f = f_NB_normalised(V, X, y, PI, h, nbin)
+    g = df_NB_normalised(V, X, y, PI, h, nbin)
+    c = np.array([3.0, 0.25, 7.5])
+    assert f_NB_normalised(V * c, X, y, PI, h, nbin) == pytest.approx(f, rel=1e-12)
+    np.testing.assert_allclose(df_NB_normalised(V * c, X, y, PI, h, nbin), g / c, rtol=1e-9, atol=1e-13)
+    # the gradient is orthogonal to each column (the value is flat along it)
+    np.testing.assert_allclose(np.sum(g * V, axis=0), 0.0, atol=1e-13)
+    flip = np.array([1.0, -1.0, 1.0])
+    assert f_NB_normalised(V * flip, X, y, PI, h, nbin) == pytest.approx(f, rel=1e-10)
+    np.testing.assert_allclose(df_NB_normalised(V * flip, X, y, PI, h, nbin), g * flip, rtol=1e-7, atol=1e-11)
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    assert f_NB_normalised(V, X[perm], y[perm], PI, h, nbin) == pytest.approx(f, rel=1e-12)
+    relabel = np.array([2, 0, 1])  # class k becomes relabel[k]
+    inv = np.argsort(relabel)
+    assert f_NB_normalised(V, X, relabel[y], PI[inv], h[inv], nbin) == pytest.approx(f, rel=1e-12)
+    np.testing.assert_allclose(df_NB_normalised(V, X, relabel[y], PI[inv], h[inv], nbin), g, rtol=1e-9, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed, K, ndim", [(0, 3, 2), (1, 4, 3), (2, 5, 2), (3, 2, 1)])
+def test_start_is_lda_scalings(seed, K, ndim):
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    rng = np.random.default_rng(seed)
+    n, d = 300, 6
+    y = rng.integers(0, K, n)
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + rng.normal(scale=2, size=(K, d))[y]
+    V = lda_start(X, y, K, ndim)
+    S = LinearDiscriminantAnalysis(solver="eigen").fit(X, y).scalings_[:, :ndim]
+    S = S / np.linalg.norm(S, axis=0)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(V * S, axis=0)), 1.0, rtol=1e-8)
+
+
+def test_start_completes_with_principal_components_of_the_rest():
+    rng = np.random.default_rng(5)
+    n, d, K = 400, 6, 3
+    y = rng.integers(0, K, n)
+    X = rng.normal(size=(n, d)) * np.array([1, 1, 5, 3, 1, 1]) + rng.normal(scale=3, size=(K, d))[y]
+    V = lda_start(X, y, K, 4)
+    D = lda_start(X, y, K, 2)
+    np.testing.assert_allclose(V[:, :2], D, rtol=1e-12)
+    Q = np.linalg.qr(D)[0]
+    # the added columns are orthogonal to the discriminant directions, and
+    # are the top principal components of the data with those projected out
+    np.testing.assert_allclose(Q.T @ V[:, 2:], 0.0, atol=1e-10)
+    Xp = X - X @ Q @ Q.T
+    vals, vecs = np.linalg.eigh(np.cov(Xp, rowvar=False))
+    np.testing.assert_allclose(np.abs(np.sum(V[:, 2:] * vecs[:, ::-1][:, :2], axis=0)), 1.0, rtol=1e-8)
+
+
+def test_start_with_singular_within_class_covariance():
+    rng = np.random.default_rng(7)
+    n, K = 200, 3
+    y = rng.integers(0, K, n)
+    X = rng.normal(size=(n, 3)) + rng.normal(scale=3, size=(K, 3))[y]
+    X = np.column_stack([X, X[:, 0] + X[:, 1], np.zeros(n)])  # collinear and constant columns
+    Sw, _ = within_between(X, y, K)
+    assert np.linalg.matrix_rank(Sw) == 3
+    V = lda_start(X, y, K, 4)
+    assert np.all(np.isfinite(V)) and V.shape == (5, 4)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0, rtol=1e-12)
+    # the discriminant directions never lean on the constant column
+    assert np.all(np.abs(V[4, :2]) < 1e-10)
+
+
+def test_bandwidths_follow_the_paper():
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.normal(size=90), rng.normal(scale=3, size=90), np.zeros(90)])
+    y = np.repeat([0, 1], [30, 60])
+    h = journal_bandwidths(X, y, 2, 2.0)
+    for k, nk in ((0, 30), (1, 60)):
+        Xk = X[y == k]
+        # p = 2: the constant column does not count
+        want = 0.54 * 2.0 * np.sqrt(np.trace(np.cov(Xk, rowvar=False)) / 2) * nk ** -0.2
+        assert h[k] == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="class 1 does not vary"):
+        journal_bandwidths(np.r_[X[:30], np.ones((60, 3))], y, 2, 1.0)
+
+
+@pytest.fixture(scope="module")
+def pima():
+    return load_pima()
+
+
+@pytest.mark.parametrize("nbin", [None, 500])
+def test_fit_gives_a_model_predict_takes(pima, nbin):
+    m = opnb_journal(pima.X_train, pima.y_train, ndim=3, gamma=0.5, nbin=nbin)
+    mu, scales, Xs = r_standardise(pima.X_train)
+    y0 = m.y - 1
+    h = journal_bandwidths(Xs, y0, 2, 0.5)
+    np.testing.assert_allclose(m.h, np.outer(h, np.ones(3)), rtol=1e-12)
+    Vbar = m.V / scales[:, None]
+    np.testing.assert_allclose(np.linalg.norm(Vbar, axis=0), 1.0, rtol=1e-12)
+    assert m.lam == 0.0
+    assert m.fval == pytest.approx(f_NB_normalised(Vbar, Xs, y0, m.PI, h, nbin), rel=1e-12)
+    # columns in greedy order: the first column alone scores best
+    singles = [f_NB_normalised(Vbar[:, [t]], Xs, y0, m.PI, h, nbin) for t in range(3)]
+    assert int(np.argmax(singles)) == 0
+    # the start is improved on
+    start = lda_start(Xs, y0, 2, 3)
+    assert m.fval > f_NB_normalised(start, Xs, y0, m.PI, h, nbin)
+    out = predict(m, pima.X_test, log=True)
+    assert 0.7 < np.mean(out["class"] == pima.y_test) <= 1.0
+
+
+def test_prescaled_fit_projects_raw_data(pima):
+    m = opnb_journal(pima.X_train, pima.y_train, ndim=2, nbin=None, prescale=True)
+    mu, scales, Xs = r_standardise(pima.X_train)
+    Sw, _ = within_between(Xs, m.y - 1, 2)
+    vals, vecs = np.linalg.eigh(Sw)
+    W = (vecs / np.sqrt(vals)) @ vecs.T
+    # model.V maps raw data; in the pre-scaled space its columns have unit norm
+    Vpre = np.linalg.solve(W, m.V / scales[:, None])
+    np.testing.assert_allclose(np.linalg.norm(Vpre, axis=0), 1.0, rtol=1e-10)
+    h = journal_bandwidths(Xs @ W, m.y - 1, 2, 1.0)
+    assert m.fval == pytest.approx(f_NB_normalised(Vpre, Xs @ W, m.y - 1, m.PI, h), rel=1e-9)
+
+
+def test_estimator_and_grid_search(pima):
+    from sklearn.model_selection import GridSearchCV
+
+    from pyopnb.estimator import OPNBClassifier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        gs = GridSearchCV(OPNBClassifier(formulation="journal", nbin=None),
+                          {"gamma": [0.5, 1.0], "ndim": [1, 2]}, cv=3).fit(pima.X_train, pima.y_train)
+    assert gs.best_params_["gamma"] in (0.5, 1.0) and gs.best_params_["ndim"] in (1, 2)
+    best = gs.best_estimator_.model_
+    assert best.lam == 0.0 and best.ndim == gs.best_params_["ndim"]
+    with pytest.raises(ValueError, match="formulation must be 'R' or 'journal'"):
+        OPNBClassifier(formulation="paper").fit(pima.X_train, pima.y_train)
+    with pytest.raises(ValueError, match="gamma must be a positive number"):
+        OPNBClassifier(formulation="journal", gamma="x").fit(pima.X_train, pima.y_train)
+
+
+def test_cv_over_gamma_and_ndim_by_the_greedy_path(pima):
+    from pyopnb import opnb_journal_cv
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        a = opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[0.5, 1.0], ndim=[1, 3], nbin=None)
+        b = opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[0.5, 1.0], ndim=[1, 3], nbin=None, path=False)
+    assert a["cv_stats"].shape == (4, 3)
+    np.testing.assert_array_equal(a["cv_stats"][:, :2], [[0.5, 1], [0.5, 3], [1.0, 1], [1.0, 3]])
+    # at the largest ndim the path's fit is the refit's: same accuracy
+    np.testing.assert_array_equal(a["cv_stats"][1::2], b["cv_stats"][1::2])
+    # an accuracy by hand: gamma 1, ndim 1 through the path, fold 0 held out
+    from sklearn.model_selection import StratifiedKFold
+
+    from pyopnb.model import factor
+
+    codes = factor(pima.y_train)[1]
+    folds = [t for _, t in StratifiedKFold(3, shuffle=True, random_state=0).split(pima.X_train, codes)]
+    hits = 0
+    for j, te in enumerate(folds):
+        tr = np.concatenate([f for i, f in enumerate(folds) if i != j])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            m = opnb_journal(pima.X_train[tr], pima.y_train[tr], ndim=3, gamma=1.0, nbin=None)
+        hits += int(np.sum(predict(m, pima.X_train[te], ndim=1, log=True)["class"] == pima.y_train[te]))
+    assert a["cv_stats"][2, 2] == hits / 200
+    best = int(np.argmax(a["cv_stats"][:, 2]))
+    assert (a["gamma"], a["ndim"]) == tuple(a["cv_stats"][best, :2])
+    assert a["model"].ndim == a["ndim"] and a["model"].h[0, 0] == pytest.approx(
+        journal_bandwidths(r_standardise(pima.X_train)[2], codes, 2, a["gamma"])[0], rel=1e-12)
+    with pytest.raises(ValueError, match="gamma must be a positive number"):
+        opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=["x"])
