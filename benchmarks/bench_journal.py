@@ -42,7 +42,9 @@ def datasets():
             continue
         import rdata
 
-        df = rdata.read_rda(path)[name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "Unknown encoding. Assumed ASCII."
+            df = rdata.read_rda(path)[name]
         y = df[target].astype(str).to_numpy()
         X = df.drop(columns=[target]).apply(lambda s: s.astype(float)).to_numpy()
         keep = X.std(axis=0) > 0  # Ionosphere's V2 is constant
@@ -51,7 +53,7 @@ def datasets():
 
 def _fit_predict(method, param, Xtr, ytr, Xte):
     from pyopnb import OPNB, opnb_journal, predict
-    from pyopnb.__main__ import kernel_naive_bayes
+    from pyopnb.comparators import KernelNB
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -60,7 +62,7 @@ def _fit_predict(method, param, Xtr, ytr, Xte):
         elif method == "R":
             m = OPNB(Xtr, ytr, lam=param, threads=1)
         else:
-            return kernel_naive_bayes(Xtr, ytr, Xte, gamma=param)
+            return KernelNB(gamma=param).fit(Xtr, ytr).predict(Xte)
     return predict(m, Xte, log=True)["class"]
 
 
@@ -104,7 +106,7 @@ def ndim_path(sets, jobs: int) -> str:
         rows.append([name, f"{pick_p[0]:g}, {pick_p[1]}", f"{pick_r[0]:g}, {pick_r[1]}",
                      f"{refit[pick_p]:.3f}", f"{refit[pick_r]:.3f}", f"{out[True]['seconds']:.1f}",
                      f"{out[False]['seconds']:.1f}"])
-        print(f"{name} path done", file=sys.stderr)
+        print(f"{name} path done: " + " | ".join(rows[-1]), file=sys.stderr, flush=True)
     return ("ndim by the greedy path (fit the largest ndim once, predict with its first m columns) against "
             "refitting at each ndim; 5-fold CV, gamma in {0.5, 1, 2}, ndim in {1, 2, 3, 5, 8, 12, 20} up to "
             "min(p, 20); accuracy of each selected pair under the refitting CV\n"
@@ -144,10 +146,10 @@ def main(argv=None) -> None:
             picked = sorted({r[1] for r in res})
             row += [f"{acc:.3f}", ", ".join(f"{p:g}" for p in picked), f"{np.mean([r[2] for r in res]):.2f}"]
         rows.append(row)
-        print(f"{name} done", file=sys.stderr)
+        print(f"{name} done: " + " | ".join(row), file=sys.stderr, flush=True)
     print("5-fold CV accuracy (parameter tuned by inner 3-fold CV; fit s: the final fit's mean time, 1 thread)")
     print(table(rows, ["data", "size", "journal acc", "gamma chosen", "journal fit s", "R's acc", "lam chosen",
-                       "R's fit s", "kernel NB acc", "NB gamma chosen", "NB fit s"]))
+                       "R's fit s", "kernel NB acc", "NB gamma chosen", "NB fit s"]), flush=True)
     for n in notes:
         print(f"- {n}")
     print()

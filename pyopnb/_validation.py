@@ -103,3 +103,19 @@ def align_columns(X: np.ndarray, names: Optional[Sequence[str]], expected: Optio
     have = pos >= 0
     out[:, have] = X[:, pos[have]]
     return np.ascontiguousarray(out)
+
+
+def fit_data(estimator: Any, X: Any, y: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """A scikit-learn classifier's fit input: X as float64 (checked, n_features_in_
+    and feature_names_in_ set), ``classes_`` set, and y as codes 0..K-1 in
+    ``classes_`` order; at least two classes."""
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import validate_data
+
+    X, y = validate_data(estimator, X, y, dtype=np.float64, ensure_min_samples=2)
+    check_classification_targets(y)
+    estimator.classes_, codes = np.unique(y, return_inverse=True)
+    if estimator.classes_.size < 2:
+        raise ValueError(f"{type(estimator).__name__} needs at least two classes; y has 1: "
+                         f"{estimator.classes_[0]!r}")
+    return X, codes

@@ -1,6 +1,7 @@
 """The ``pyopnb`` command: fit, predict and plot from CSV files.
 
     pyopnb demo [--png opnb_pima.png]
+    pyopnb study --data PMLB_DIR --out DIR [--quick] [--jobs 2]   (see pyopnb study --help)
     pyopnb fit train.csv --target y [--ndim 3 --lam 1e-3 --nbin 1000 | --exact] [--no-scale] --out model.rds
     pyopnb fit train.csv --target y --formulation journal [--gamma 1 --prescale] --out model.rds
     pyopnb predict model.rds test.csv [--proba] [--target y] [--r-compatible] --out predictions.csv
@@ -287,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("demo", help="the main job on built-in data: OPNB on Pima, with a projection plot")
     m.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
     m.set_defaults(func=cmd_demo)
+    sub.add_parser("study", help="the papers' experiment on PMLB data sets (pyopnb study --help)", add_help=False)
     f = sub.add_parser("fit", help="fit a model on a CSV file")
     f.add_argument("train")
     f.add_argument("--target", required=True, help="the class column")
@@ -328,6 +330,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["study"]:
+        # the papers' experiment has its own options: python -m pyopnb.study
+        from .study.__main__ import main as study_main
+
+        return study_main(argv[1:], prog="pyopnb study")
     args = build_parser().parse_args(argv)
     try:
         args.func(args)

@@ -49,6 +49,18 @@ def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
     return out
 
 
+def _cv_data(X: Any, y: Any, folds: Any, random_state: Any):
+    """(X checked, labels as their levels, folds as 0-based index arrays):
+    ``folds`` an integer k gives k stratified folds, seeded."""
+    Xa = _check_X(X, "X")
+    levels, codes = factor(y)
+    if codes.size != Xa.shape[0]:
+        raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
+    if np.isscalar(folds):
+        folds = _stratified_folds(folds, codes, random_state)
+    return Xa, levels[codes], _check_folds(folds, Xa.shape[0])
+
+
 class _Progress:
     """A one-line progress bar on stderr: lam values and folds done."""
 
@@ -118,14 +130,7 @@ def OPNB_CV_lam(
         factor_ = kwargs.pop("factor")
     if kwargs:
         raise TypeError(f"unexpected arguments: {sorted(kwargs)}")
-    Xa = _check_X(X, "X")
-    levels, codes = factor(y)
-    if codes.size != Xa.shape[0]:
-        raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
-    labels = levels[codes]
-    if np.isscalar(folds):
-        folds = _stratified_folds(folds, codes, random_state)
-    fl = _check_folds(folds, Xa.shape[0])
+    Xa, labels, fl = _cv_data(X, y, folds, random_state)
     if isinstance(nlam, bool) or not float(nlam).is_integer() or int(nlam) < 1:
         raise ValueError(f"nlam must be a positive integer, got {nlam!r}")
     lam0 = _check_lam(lam0)
@@ -209,14 +214,7 @@ def opnb_journal_cv(
     """
     from .model import _check_ndim, opnb_journal
 
-    Xa = _check_X(X, "X")
-    levels, codes = factor(y)
-    if codes.size != Xa.shape[0]:
-        raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
-    labels = levels[codes]
-    if np.isscalar(folds):
-        folds = _stratified_folds(folds, codes, random_state)
-    fl = _check_folds(folds, Xa.shape[0])
+    Xa, labels, fl = _cv_data(X, y, folds, random_state)
     d = Xa.shape[1]
     ndims = list(range(1, min(d, 20) + 1)) if ndim is None else sorted({_check_ndim(m, d) for m in ndim})
     if not ndims:

@@ -5,10 +5,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import column_names, feature_order
+from ._validation import column_names, feature_order, fit_data
 from .model import OPNB, OPNBModel, opnb_journal, predict
 
 __all__ = ["OPNBClassifier"]
@@ -78,11 +77,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
 
     def fit(self, X: Any, y: Any) -> "OPNBClassifier":
         """Fit the projection and the class densities."""
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
-        if self.classes_.size < 2:
-            raise ValueError(f"OPNBClassifier needs at least two classes; y has 1 class: {self.classes_[0]!r}")
+        X, codes = fit_data(self, X, y)
         ndim = self.ndim
         if ndim is not None and ndim > X.shape[1]:
             raise ValueError(f"ndim = {ndim} exceeds n_features = {X.shape[1]} of X")

@@ -7,10 +7,9 @@ from typing import Any, Tuple
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import as_positive_scalar
+from .._validation import as_positive_scalar, fit_data
 
 
 def binary_columns(X: np.ndarray, binary: Any) -> np.ndarray:
@@ -50,11 +49,7 @@ class ClassDensityClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> "ClassDensityClassifier":
         """Fit the class densities and the priors n_k / n."""
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
-        if self.classes_.size < 2:
-            raise ValueError(f"{type(self).__name__} needs at least two classes; y has 1: {self.classes_[0]!r}")
+        X, codes = fit_data(self, X, y)
         self.class_count_ = np.bincount(codes, minlength=self.classes_.size)
         self.class_log_prior_ = np.log(self.class_count_ / codes.size)
         self._fit_densities(X, codes)

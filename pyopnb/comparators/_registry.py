@@ -23,40 +23,17 @@ _GAMMAS = [1 / 3, 1 / 2, 1.0, 2.0, 3.0]
 _ALPHAS = [0.1, 0.2, 0.3, 0.4, 0.5]
 
 
-def _opnb_r():
-    from ..estimator import OPNBClassifier
+def _ours(name: str, **kwargs: Any) -> Callable[[], Any]:
+    """A factory of one of pyopnb's estimators (imported when first made)."""
 
-    return OPNBClassifier()
+    def make():
+        from .. import comparators
+        from ..estimator import OPNBClassifier
 
+        cls = OPNBClassifier if name == "OPNBClassifier" else getattr(comparators, name)
+        return cls(**kwargs)
 
-def _opnb_journal():
-    from ..estimator import OPNBClassifier
-
-    return OPNBClassifier(formulation="journal")
-
-
-def _kernel_nb():
-    from ._kernel_nb import KernelNB
-
-    return KernelNB()
-
-
-def _ccica():
-    from ._ccica import CCICA
-
-    return CCICA()
-
-
-def _kdda():
-    from ._kdda import KDDA
-
-    return KDDA()
-
-
-def _rda():
-    from ._rda import RDA
-
-    return RDA()
+    return make
 
 
 def _sklearn(name: str, **kwargs: Any) -> Callable[[], Any]:
@@ -75,23 +52,28 @@ def _sklearn(name: str, **kwargs: Any) -> Callable[[], Any]:
 
 _JOURNAL = "opnb-journal-version.md, section 4.2"
 METHODS: Dict[str, Method] = {m.name: m for m in (
-    Method("OPNB", _opnb_r, lambda p: {"lam": [1e-4 * 2.0 ** i for i in range(10)]},
+    Method("OPNB", _ours("OPNBClassifier"), lambda p: {"lam": [1e-4 * 2.0 ** i for i in range(10)]},
            "R OPNB 1.0's penalised formulation; lam over OPNB_CV_lam's default grid"),
-    Method("OPNB-journal", _opnb_journal,
+    Method("OPNB-journal", _ours("OPNBClassifier", formulation="journal"),
            lambda p: {"gamma": _GAMMAS, "ndim": list(range(1, min(p, 20) + 1))}, _JOURNAL + " item 8"),
-    Method("NB", _kernel_nb, lambda p: {"gamma": _GAMMAS, "alpha": _ALPHAS}, _JOURNAL + " item 1"),
-    Method("CCICA", _ccica, lambda p: {"n_components": list(range(1, min(p, 20) + 1)), "gamma": _GAMMAS},
+    Method("NB", _ours("KernelNB"), lambda p: {"gamma": _GAMMAS, "alpha": _ALPHAS}, _JOURNAL + " item 1"),
+    Method("CCICA", _ours("CCICA"), lambda p: {"n_components": list(range(1, min(p, 20) + 1)), "gamma": _GAMMAS},
            _JOURNAL + " item 2"),
-    Method("KDDA", _kdda, lambda p: {"gamma": _GAMMAS, "alpha": _ALPHAS}, _JOURNAL + " item 3"),
+    Method("KDDA", _ours("KDDA"), lambda p: {"gamma": _GAMMAS, "alpha": _ALPHAS}, _JOURNAL + " item 3"),
     Method("LDA", _sklearn("LinearDiscriminantAnalysis", solver="eigen"), lambda p: {},
            _JOURNAL + " item 4 (scikit-learn's LDA on all discriminant directions; the paper also tuned "
                       "their number)"),
-    Method("RDA", _rda, lambda p: {"lam": [round(0.1 * i, 1) for i in range(1, 11)]}, _JOURNAL + " item 5"),
+    Method("OPGD", _ours("OPGD", reg=1e-6), lambda p: {"ndim": list(range(1, min(p, 20) + 1))},
+           _JOURNAL + " item 6; a ridge of 1e-6 of the mean variance keeps classes with fewer rows than ndim"),
+    Method("RDA", _ours("RDA", reg=1e-6), lambda p: {"lam": [round(0.1 * i, 1) for i in range(1, 11)]},
+           _JOURNAL + " item 5; a ridge of 1e-6 of the mean variance keeps classes with fewer rows than features"),
     Method("QDA", _sklearn("QuadraticDiscriminantAnalysis"), lambda p: {},
            "generative-classifiers-notes.md (scikit-learn's QDA)"),
     Method("SVM", _sklearn("SVC", kernel="rbf"),
            lambda p: {"gamma": [2.0 ** (2 * i + 1) for i in range(-8, 2)],
                       "C": [2.0 ** (2 * i + 1) for i in range(-3, 8)]}, _JOURNAL + " item 7 (libsvm's grid)"),
+    Method("SelectiveNB", _ours("SelectiveNB"), lambda p: {"averaging": ["MAP", "BMA", "CMA"]},
+           "boulle-selective-naive-bayes-cma.md (SNB(MAP), SNB(BMA), SNB(CMA))"),
     Method("GaussianNB", _sklearn("GaussianNB"), lambda p: {},
            "generative-classifiers-notes.md (scikit-learn's GaussianNB)"),
     Method("CategoricalNB", _sklearn("CategoricalNB", alpha=1.0), lambda p: {},

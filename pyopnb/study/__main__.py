@@ -1,0 +1,56 @@
+"""``python -m pyopnb.study``: run the papers' experiment and write its report."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from typing import Optional, Sequence
+
+from .protocol import DEFAULT_METHODS
+
+
+def build_parser(prog: str = "python -m pyopnb.study") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description="OPNB against the comparators on PMLB data sets "
+                                                         "(the papers' Table 1 and Figure 2).")
+    ap.add_argument("--data", required=True, help="a folder of PMLB data sets in the pmlb package's cache layout")
+    ap.add_argument("--out", required=True, help="the study's folder: results.sqlite and the report")
+    ap.add_argument("--sets", help="comma-separated data set names (default: every set in --data)")
+    ap.add_argument("--methods", help=f"comma-separated methods (default: {','.join(DEFAULT_METHODS)})")
+    ap.add_argument("--splits", type=int, help="train/test splits (default 10, or 3 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="3 splits, 3-fold tuning and small grids")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel jobs (default 1)")
+    ap.add_argument("--backend", choices=("loky", "dask"), default="loky")
+    ap.add_argument("--scheduler", help="with --backend dask: the scheduler's address, or 'local' for a cluster "
+                                        "on this machine (the default)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--report-only", action="store_true", help="write the report from the results so far")
+    ap.add_argument("--no-progress", action="store_true")
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.study") -> int:
+    from .report import write_report
+    from .run import run_study
+
+    args = build_parser(prog).parse_args(argv)
+    command = f"{prog} " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    t0 = time.perf_counter()
+    try:
+        if not args.report_only:
+            run_study(args.data, args.out, datasets=args.sets.split(",") if args.sets else None,
+                      methods=args.methods.split(",") if args.methods else None,
+                      n_splits=args.splits or (3 if args.quick else 10), quick=args.quick, n_jobs=args.jobs,
+                      backend=args.backend, scheduler=args.scheduler, seed=args.seed,
+                      progress=not args.no_progress).close()
+        path = write_report(args.out, None if args.report_only else command,
+                            None if args.report_only else time.perf_counter() - t0)
+    except (ValueError, OSError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"report written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Running the study: tasks in parallel through joblib (any joblib backend, a
+Dask cluster included), each result stored as soon as it arrives."""
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from .data import available, dataset_seed, load, preprocess
+from .protocol import DEFAULT_METHODS, evaluate, grid, splits
+from .store import Store
+
+__all__ = ["run_study"]
+
+
+class _Bar:
+    """tasks done of total, elapsed time and an estimate of the time left, on stderr."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled, self.t0 = total, 0, enabled, time.perf_counter()
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        el = time.perf_counter() - self.t0
+        left = el / self.done * (self.total - self.done)
+        width = 28
+        fill = int(width * self.done / max(self.total, 1))
+        sys.stderr.write(f"\rstudy [{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
+                         f"{_hms(el)} elapsed, ~{_hms(left)} left  {what[:40]:<40}")
+        if self.done == self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _task(name, s, method, X, y, train, test, inner, quick):
+    return name, s, method, evaluate(method, X, y, train, test, inner, quick)
+
+
+@contextlib.contextmanager
+def _backend(backend: str, scheduler: Optional[str], n_jobs: int) -> Iterator[None]:
+    import joblib
+
+    if backend == "loky":
+        yield
+        return
+    if backend != "dask":
+        raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError("the dask backend needs dask.distributed: pip install 'dask[distributed]'") from None
+    cluster = None
+    if scheduler in (None, "local"):
+        # a cluster on this machine: the same code runs on a remote one given its address
+        cluster = LocalCluster(n_workers=max(1, n_jobs), threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(scheduler)
+    try:
+        with joblib.parallel_config(backend="dask"):
+            yield
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str]] = None,
+              methods: Optional[Sequence[str]] = None, n_splits: int = 10, quick: bool = False, n_jobs: int = 1,
+              backend: str = "loky", scheduler: Optional[str] = None, seed: int = 0,
+              progress: bool = True) -> Store:
+    """Run the papers' protocol on PMLB data sets and store every result in
+    ``out/results.sqlite``; what is already there is not computed again.
+
+    For each data set: the papers' preprocessing, ``n_splits`` stratified
+    75/25 splits, tuning by stratified 5-fold CV (3 with ``quick``) on each
+    training part with the same folds for every method, scaling by the
+    training sd, and the test error of each method. ``quick``: 3 splits by
+    default and small grids. Everything is seeded by ``seed`` and the data
+    set's name, so the same call gives the same results.
+    """
+    from joblib import Parallel, delayed
+
+    from ..comparators import METHODS
+
+    names = list(datasets) if datasets else available(data)
+    missing = [n for n in names if n not in set(available(data))] if Path(data).is_dir() else []
+    if missing:
+        raise ValueError(f"data sets not found in {data}: {missing[:5]}")
+    meths = list(methods) if methods else list(DEFAULT_METHODS)
+    unknown = [m for m in meths if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
+    if int(n_splits) < 1:
+        raise ValueError(f"n_splits must be a positive integer, got {n_splits!r}")
+    store = Store(out, {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed)})
+    done = store.done()
+    tasks: List[Any] = []
+    for name in names:
+        if all((name, s, m) in done for s in range(n_splits) for m in meths):
+            continue
+        X, y = load(name, data)
+        dseed = dataset_seed(name, seed)
+        X, y, info = preprocess(X, y, dseed)
+        store.add_dataset(name, info)
+        for m in meths:
+            grid(m, X.shape[1], quick)  # an unknown method fails here, before any work
+        for s, (train, test, inner) in enumerate(splits(y, n_splits, 3 if quick else 5, dseed % (2 ** 31))):
+            tasks += [(name, s, m, X, y, train, test, inner, quick) for m in meths if (name, s, m) not in done]
+    store.computed = len(tasks)  # what this call ran (0: everything was there already)
+    bar = _Bar(len(tasks), progress)
+    if tasks:
+        with _backend(backend, scheduler, n_jobs):
+            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(_task)(*t) for t in tasks)
+            for name, s, m, row in results:
+                store.add(name, s, m, row)
+                bar.step(f"{name} {s + 1} {m}")
+    return store

@@ -1,0 +1,55 @@
+"""The study's results on disk: one SQLite row per (data set, split, method),
+written as soon as it is computed, so an interrupted run loses nothing."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Dict, Set, Tuple
+
+__all__ = ["Store"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS datasets (name TEXT PRIMARY KEY, info TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS results (
+    dataset TEXT NOT NULL, split INTEGER NOT NULL, method TEXT NOT NULL,
+    error REAL, params TEXT NOT NULL, seconds REAL NOT NULL, note TEXT NOT NULL,
+    PRIMARY KEY (dataset, split, method));
+"""
+
+
+class Store:
+    """results.sqlite in the study's folder. ``config`` (splits, profile,
+    seed) is fixed by the first run: results of another protocol are never
+    mixed into the same file."""
+
+    def __init__(self, folder: str | Path, config: Dict[str, Any]):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / "results.sqlite"
+        self.computed = 0
+        self.db = sqlite3.connect(self.path)
+        self.db.executescript(_SCHEMA)
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+        if row is None:
+            with self.db:
+                self.db.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),))
+        elif json.loads(row[0]) != config:
+            raise ValueError(f"{self.path} holds results of another protocol ({row[0]}); this run is "
+                             f"{json.dumps(config, sort_keys=True)}: give another output folder")
+
+    def done(self) -> Set[Tuple[str, int, str]]:
+        return {(d, int(s), m) for d, s, m in self.db.execute("SELECT dataset, split, method FROM results")}
+
+    def add(self, dataset: str, split: int, method: str, row: Dict[str, Any]) -> None:
+        with self.db:  # one transaction per result: committed before the next is awaited
+            self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (dataset, split, method, row["error"], row["params"], row["seconds"], row["note"]))
+
+    def add_dataset(self, name: str, info: Dict[str, Any]) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?)", (name, json.dumps(info)))
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,143 @@
+"""The papers' experiment (pyopnb.study): preprocessing, the report's
+statistics, and quick runs on PMLB data sets read in place (resumable,
+joblib and a local Dask cluster alike)."""
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyopnb.study import PAPER_TABLE1, preprocess, run_study, write_report
+from pyopnb.study.report import mean_errors, standardised, win_tie_loss
+
+# the project's data folder beside the checkout (CI has it there too), or PYOPNB_PMLB_DIR
+PMLB = Path(os.environ.get("PYOPNB_PMLB_DIR", Path(__file__).resolve().parents[2] / "shared" / "pmlb"))
+needs_pmlb = pytest.mark.skipif(not (PMLB / "iris" / "iris.tsv.gz").is_file(),
+                                reason=f"the PMLB data sets are not at {PMLB} (set PYOPNB_PMLB_DIR)")
+SMALL = ["parity5", "analcatdata_fraud", "analcatdata_aids", "analcatdata_bankruptcy", "analcatdata_japansolvent",
+         "labor", "analcatdata_happiness", "confidence", "analcatdata_asbestos", "lupus"]
+
+
+def test_preprocessing_follows_the_paper():
+    rng = np.random.default_rng(0)
+    n = 5000
+    y = np.r_[np.zeros(3000), np.ones(1990), np.full(10, 2), ][:n]
+    y[-4:] = 3  # a class of 4 rows: removed
+    X = np.column_stack([rng.normal(size=n), np.full(n, 7.0), rng.integers(0, 3, n), rng.normal(size=n) * 50])
+    Xp, yp, info = preprocess(X, y, seed=1)
+    assert info["rows_in"] == 5000 and Xp.shape[0] <= 3000 and 3 not in set(yp)
+    # the stratified subsample keeps the class shares (3000 / 5000 of each, class 3 dropped after)
+    counts = {c: int(np.sum(yp == c)) for c in (0, 1, 2)}
+    assert abs(counts[0] - 1800) <= 2 and abs(counts[1] - 1194) <= 2
+    # the classes of 10 and 4 rows keep about 6 and 2 in the sample: fewer than 10, removed (step 2 after 1)
+    assert counts[2] == 0 and info["classes_dropped"] == ["2.0", "3.0"]
+    assert info["constant_dropped"] == 1 and info["one_hot_encoded"] == 1
+    assert Xp.shape[1] == 1 + 2 + 1  # continuous, 3 levels -> 2 binary, continuous
+    # the jitter: 1% of each covariate's sd
+    wide = X[:, 3]
+    assert np.std(Xp[:, 3]) == pytest.approx(np.std(wide) * np.sqrt(1 + 1e-4), rel=0.05)
+    binary = Xp[:, 1]
+    assert 0.003 < np.std(binary - np.round(binary)) < 0.007  # 1% of a 0/1 column's sd (~0.47)
+    # more than 300 covariates: 300 principal components
+    Xw = rng.normal(size=(400, 320))
+    Xq, _, info = preprocess(Xw, np.arange(400) % 2, seed=2)
+    assert Xq.shape == (400, 300) and info["principal_components"] == 300
+    # the same seed gives the same data
+    np.testing.assert_array_equal(preprocess(X, y, seed=1)[0], Xp)
+
+
+def test_win_tie_loss_and_standardised_errors():
+    E = np.array([[0.1, 0.2, 0.1], [0.3, 0.2, 0.25], [0.0, 0.5, 0.5]])
+    W = win_tie_loss(E)
+    np.testing.assert_array_equal(W[0, 1], [2, 0, 1])  # method 0 against 1: wins on sets 0 and 2, loses on 1
+    np.testing.assert_array_equal(W[1, 2], [1, 1, 1])  # loses set 0, wins set 1, ties set 2
+    np.testing.assert_array_equal(W[0, 2], W[2, 0][::-1])
+    mn, st = standardised(E)
+    np.testing.assert_allclose(mn[0], [0.0, 0.1 / 0.9, 0.0])
+    np.testing.assert_allclose(st[1], (E[1] - E[1].mean()) / E[1].std(ddof=1))
+    assert PAPER_TABLE1[("OPNB", "SVM")] == (61, 10, 91) and PAPER_TABLE1[("KDDA", "CCICA")] == (57, 1, 104)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    if not (PMLB / "iris" / "iris.tsv.gz").is_file():
+        pytest.skip(f"the PMLB data sets are not at {PMLB} (set PYOPNB_PMLB_DIR)")
+    out = tmp_path_factory.mktemp("study")
+    t0 = time.perf_counter()
+    store = run_study(PMLB, out, datasets=SMALL, n_splits=3, quick=True, n_jobs=2, progress=False)
+    seconds = time.perf_counter() - t0
+    store.close()
+    return out, store.computed, seconds
+
+
+@needs_pmlb
+def test_quick_study_on_ten_small_sets(quick_run):
+    out, computed, seconds = quick_run
+    assert computed == 10 * 3 * 10  # sets x splits x methods
+    con = sqlite3.connect(out / "results.sqlite")
+    n, finite = con.execute("SELECT COUNT(*), COUNT(error) FROM results").fetchone()
+    con.close()
+    assert n == 300 and finite >= 290
+    report = write_report(out, "test", seconds)
+    sets, methods, E, config = mean_errors(out / "results.sqlite")
+    assert config == {"splits": 3, "quick": True, "seed": 0}
+    assert len(methods) == 10 and E.shape == (len(sets), 10) and len(sets) >= 8
+    assert np.all((E >= 0) & (E <= 1))
+    text = report.read_text()
+    assert "## Wins-ties-losses" in text and "OPNB-journal vs SVM | 61-10-91" in text
+    table = (out / "table1.csv").read_text().splitlines()
+    assert len(table) == 11 and all(len(r.split(",")) == 11 for r in table)
+    # each pair's wins, ties and losses add up to the data sets compared
+    W = win_tie_loss(E)
+    assert np.all(W.sum(axis=2)[~np.eye(10, dtype=bool)] == len(sets))
+    assert (out / "figure2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "errors.csv").read_text().count("\n") == len(sets) + 1
+
+
+@needs_pmlb
+def test_a_rerun_computes_nothing_new(quick_run):
+    out, _, _ = quick_run
+    store = run_study(PMLB, out, datasets=SMALL, n_splits=3, quick=True, n_jobs=2, progress=False)
+    assert store.computed == 0
+    with pytest.raises(ValueError, match="holds results of another protocol"):
+        run_study(PMLB, out, datasets=SMALL, n_splits=2, quick=True, progress=False)
+
+
+@needs_pmlb
+def test_an_interrupted_run_resumes(tmp_path):
+    sets = ["analcatdata_aids", "lupus"]
+    first = run_study(PMLB, tmp_path, datasets=sets[:1], methods=["LDA", "NB"], n_splits=2, quick=True,
+                      progress=False)
+    assert first.computed == 4
+    second = run_study(PMLB, tmp_path, datasets=sets, methods=["LDA", "NB"], n_splits=2, quick=True,
+                       progress=False)
+    assert second.computed == 4  # only the second set's
+
+
+@needs_pmlb
+def test_dask_cluster_gives_the_same_results(tmp_path):
+    pytest.importorskip("dask.distributed", reason="dask.distributed is not installed (pip install 'dask[distributed]')")
+    kw = dict(datasets=["analcatdata_aids", "lupus"], methods=["OPNB", "RDA"], n_splits=2, quick=True,
+              progress=False)
+    run_study(PMLB, tmp_path / "loky", n_jobs=2, **kw).close()
+    run_study(PMLB, tmp_path / "dask", n_jobs=2, backend="dask", scheduler="local", **kw).close()
+
+    def rows(folder):
+        con = sqlite3.connect(folder / "results.sqlite")
+        try:
+            return sorted(con.execute("SELECT dataset, split, method, error, params FROM results").fetchall())
+        finally:
+            con.close()
+
+    a, b = rows(tmp_path / "loky"), rows(tmp_path / "dask")
+    assert len(a) == 8 and a == b
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="no such folder"):
+        run_study(tmp_path / "nope", tmp_path / "out")
+    (tmp_path / "d" / "x").mkdir(parents=True)
+    with pytest.raises(ValueError, match="not found"):
+        run_study(tmp_path / "d", tmp_path / "out", datasets=["iris"])
