@@ -33,21 +33,26 @@ _OURS_FOR_PAPER = {"OPNB": "OPNB-journal"}
 _TIE = 1e-12
 
 
+def _read(db: str | Path):
+    """(run config, rows (dataset, split, method, error, note)) of a results file."""
+    con = sqlite3.connect(db)
+    try:
+        config = json.loads(con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
+        return config, con.execute("SELECT dataset, split, method, error, note FROM results").fetchall()
+    finally:
+        con.close()
+
+
 def mean_errors(db: str | Path) -> Tuple[List[str], List[str], np.ndarray, Dict[str, int]]:
     """(data sets, methods, [sets x methods] test error averaged over the
     splits, run config). Only data sets where every method has a finite error
     on every split count (as in the papers, which compare complete rows)."""
-    con = sqlite3.connect(db)
-    try:
-        config = json.loads(con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
-        rows = con.execute("SELECT dataset, split, method, error FROM results").fetchall()
-    finally:
-        con.close()
+    config, rows = _read(db)
     methods = sorted({r[2] for r in rows})
     sets = sorted({r[0] for r in rows})
     err = np.full((len(sets), len(methods), config["splits"]), np.nan)
     si, mi = {s: i for i, s in enumerate(sets)}, {m: i for i, m in enumerate(methods)}
-    for d, s, m, e in rows:
+    for d, s, m, e, _ in rows:
         if s < config["splits"] and e is not None:
             err[si[d], mi[m], s] = e
     complete = np.all(np.isfinite(err), axis=(1, 2))
@@ -56,17 +61,12 @@ def mean_errors(db: str | Path) -> Tuple[List[str], List[str], np.ndarray, Dict[
 
 def left_out(db: str | Path) -> List[str]:
     """Data sets without every result: which methods failed (and why) or are still to run."""
-    con = sqlite3.connect(db)
-    try:
-        config = json.loads(con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
-        rows = con.execute("SELECT dataset, method, error, note FROM results").fetchall()
-    finally:
-        con.close()
-    methods = sorted({r[1] for r in rows})
+    config, rows = _read(db)
+    methods = sorted({r[2] for r in rows})
     out = []
     for d in sorted({r[0] for r in rows}):
         mine = [r for r in rows if r[0] == d]
-        failed = sorted({(m, (note or "").splitlines()[0][:120]) for _, m, e, note in mine if e is None})
+        failed = sorted({(m, (note or "").splitlines()[0][:120]) for _, _, m, e, note in mine if e is None})
         missing = len(methods) * config["splits"] - len(mine)
         if failed or missing:
             why = "; ".join(f"{m} failed ({n})" for m, n in failed)
@@ -151,7 +151,13 @@ def write_report(out: str | Path, command: Optional[str] = None, seconds: Option
         f"{'quick' if config['quick'] else 'full'} grids, seed {config['seed']}.",
     ]
     if command:
-        lines.append(f"Made by `{command}`" + (f" in {seconds / 3600:.2f} h" if seconds else "") + ".")
+        import os
+        import platform
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        lines.append(f"Made by `{command}`" + (f" in {seconds / 3600:.2f} h" if seconds else "")
+                     + f", on {platform.machine()} {platform.system()} with {cores} cores "
+                     f"(Python {platform.python_version()}).")
     lines += ["", "## Wins-ties-losses (row against column; lower mean test error wins)", "", _md(table, ["", *methods]),
               "", "## Beside the journal paper's Table 1 (162 data sets; the paper's OPNB is our OPNB-journal)", "",
               _md(beside, ["pair", "paper W-T-L", "paper win share", "ours W-T-L", "our win share"]), "",
