@@ -5,7 +5,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .model import OPNBModel, _check_model, _check_X, _class_log_densities
+from .model import OPNBModel, _check_model, _check_X
+from .naive_bayes import class_log_densities
 
 __all__ = ["plot", "class_styles"]
 
@@ -124,7 +125,7 @@ def plot(
     gy = np.linspace(lo[1], hi[1], _GRID)
     GX, GY = np.meshgrid(gx, gy)
     grid = np.column_stack([GX.ravel(), GY.ravel()])
-    logden = np.log(model.PI) + _class_log_densities(_sub_model(model, ptr, cols), grid, ptr, 2, True)
+    logden = _log_joint(model, ptr, cols, grid)
     K = model.nc
     if add_cols:
         region = np.argmax(logden, axis=1).reshape(GX.shape)
@@ -150,11 +151,10 @@ def plot(
     return ax
 
 
-def _sub_model(model: OPNBModel, ptr: np.ndarray, cols: Sequence[int]) -> OPNBModel:
-    """The model on the shown columns, its training points already projected."""
-    c = len(cols)
-    return OPNBModel(V=np.eye(c), X=ptr, y=model.y, PI=model.PI, h=model.h[:, list(cols)], nc=model.nc,
-                     mu=np.zeros(c), scales=np.ones(c), ynames=model.ynames, lam=model.lam, fval=model.fval)
+def _log_joint(model: OPNBModel, ptr: np.ndarray, cols: Sequence[int], at: np.ndarray) -> np.ndarray:
+    """log PI_k f_k at the points ``at`` of the shown columns (their own bandwidths)."""
+    return np.log(model.PI) + class_log_densities(ptr, np.asarray(model.y, dtype=np.int64) - 1, model.nc,
+                                                  model.h[:, list(cols)], at, True)
 
 
 def _test_points(ax: Any, pte: Optional[np.ndarray], codes: Optional[np.ndarray], styles, xy) -> None:
@@ -177,7 +177,7 @@ def _plot_line(model, ptr, pte, codes, styles, plot_train, ax):
     z = ptr[:, 0] if pte is None else np.concatenate([ptr[:, 0], pte[:, 0]])
     pad = z.std(ddof=1) / 2 if z.size > 1 else 1.0
     grid = np.linspace(z.min() - pad, z.max() + pad, _CURVE)
-    logden = np.log(model.PI) + _class_log_densities(_sub_model(model, ptr, [0]), grid[:, None], ptr, 1, True)
+    logden = _log_joint(model, ptr, [0], grid[:, None])
     dens = np.exp(logden)
     top = dens.max()
     K = model.nc

@@ -6,7 +6,6 @@ from typing import Any, Optional
 import numpy as np
 
 from .._validation import as_nbin
-from ..ksum import fk_sum
 from ..naive_bayes import class_log_densities
 from ._base import ClassDensityClassifier, binary_columns, positive, split_spread
 
@@ -81,16 +80,7 @@ class KernelNB(ClassDensityClassifier):
 
     def _log_densities(self, X: np.ndarray) -> np.ndarray:
         K = self.classes_.size
-        if self._nbin is None:
-            return class_log_densities(self._X, self._codes, K, self.bandwidths_, X, True)
-        out = np.zeros((X.shape[0], K))
-        for k in range(K):
-            Xk = self._X[self._codes == k]
-            for j in range(X.shape[1]):
-                h = self.bandwidths_[k, j]
-                with np.errstate(divide="ignore"):
-                    out[:, k] += np.log(fk_sum(Xk[:, j], np.full(Xk.shape[0], 1.0 / (Xk.shape[0] * h)), h,
-                                               X[:, j], nbin=self._nbin))
+        out = class_log_densities(self._X, self._codes, K, self.bandwidths_, X, True, self._nbin)
         bad = ~np.isfinite(out).all(axis=1)
         if bad.any():
             out[bad] = class_log_densities(self._X, self._codes, K, self.bandwidths_, X[bad], True)
