@@ -45,7 +45,12 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     correct : bool
         Optimise the paper's objective rather than R's (priors once).
     threads : int, optional
-        Threads for the projection columns.
+        Threads for every parallel step of a fit (-1: every core). Default:
+        ``PYOPNB_NUM_THREADS``, else OpenMP's setting (``OMP_NUM_THREADS``,
+        threadpoolctl's limits), else every core this process may use. Under
+        ``GridSearchCV(n_jobs=k)`` joblib's workers set OpenMP's count to
+        cores // k, so the fits share the cores instead of oversubscribing
+        them. The fitted model does not depend on it.
     gamma : float
         The journal formulation's bandwidth multiplier (grid 1/3, 1/2, 1, 2, 3).
     prescale : bool

@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional, Sequence
 
 import numpy as np
 
-from . import _ksum
+from . import _ksum, _threads
 from ._validation import as_float_vector, as_nbin, as_positive_scalar
 
 __all__ = ["fk_sum", "kernel_integral", "DEFAULT_BETA"]
@@ -67,6 +67,7 @@ def fk_sum(
     beta: Any = DEFAULT_BETA,
     nbin: Optional[int] = None,
     type: KsumType = "ksum",
+    threads: Optional[int] = None,
 ) -> np.ndarray:
     """Kernel sums ``S(e) = sum_i omega_i K((e - x_i) / h)`` and their derivative.
 
@@ -91,6 +92,9 @@ def fk_sum(
         ``"dksum"`` is ``D(e) = sum_i omega_i K'((x_i - e) / h) = -h dS/de``,
         FKSUM's sign convention; a sample point equal to ``e`` counts as lying
         to its left. ``"both"`` returns the two as columns.
+    threads : int, optional
+        Threads for the sums (see :func:`pyopnb._threads.resolve`); the
+        numbers do not depend on it.
 
     Returns
     -------
@@ -107,15 +111,18 @@ def fk_sum(
     b = _as_beta(beta)
     ev = xv if x_eval is None else as_float_vector(x_eval, "x_eval", allow_empty=True)
     nbin = as_nbin(nbin)
+    thr = _threads.resolve(threads)
 
     want_S, want_D = type != "dksum", type != "ksum"
     if nbin is None:
-        S, D = _ksum.exact_sums(xv, w.reshape(-1, 1), hv, b, None if x_eval is None else ev, want_S, want_D)
+        S, D = _ksum.exact_sums(xv, w.reshape(-1, 1), hv, b, None if x_eval is None else ev, want_S, want_D,
+                                False, thr)
     else:
         # FKSUM centres x first; the grid and the binning follow it exactly
         centre = xv.mean()
         grid, gw = _binned_weights(xv - centre, w, nbin)
-        S, D = _ksum.grid_sums(grid, gw.reshape(-1, 1), hv, b, np.ascontiguousarray(ev - centre), want_S, want_D)
+        S, D = _ksum.grid_sums(grid, gw.reshape(-1, 1), hv, b, np.ascontiguousarray(ev - centre), want_S, want_D,
+                               thr)
     S = None if S is None else S[:, 0]
     D = None if D is None else D[:, 0]
     if type == "ksum":

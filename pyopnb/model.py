@@ -20,7 +20,8 @@ from . import _ksum
 from ._validation import align_columns, as_nbin, as_positive_scalar, column_names
 from .formulation import JournalFormulation, RFormulation
 from .naive_bayes import class_log_densities
-from .objective import Problem, Workspace, default_threads, evaluate, evaluate_normalised, grid_tables
+from . import _threads
+from .objective import Problem, Workspace, evaluate, evaluate_normalised, grid_tables
 
 __all__ = ["OPNBModel", "OPNB", "opnb_journal", "predict", "factor"]
 
@@ -203,7 +204,7 @@ def _check_X(X: Any, name: str, d: Optional[int] = None,
 
 def r_colmeans(X: np.ndarray) -> np.ndarray:
     """R's colMeans: each column summed left to right in long double, over n."""
-    return _ksum.r_colmeans(np.ascontiguousarray(X, dtype=np.float64))
+    return _ksum.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
 
 
 def r_sd(X: np.ndarray) -> np.ndarray:
@@ -211,7 +212,7 @@ def r_sd(X: np.ndarray) -> np.ndarray:
     squared deviations over n - 1, all summed left to right. Matching R to
     the bit matters: the start's eigenvector signs, and so R's binned fits,
     can change with an ulp of the scaled data."""
-    return _ksum.r_sd(np.ascontiguousarray(X, dtype=np.float64))
+    return _ksum.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
 
 
 def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -223,15 +224,25 @@ def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.nda
     eigenvector of the start, and R's binned objective tells signs apart.
     """
     n, d = X.shape
+    thr = _threads.resolve()
     mu = r_colmeans(X)
-    Xc = X - mu
+    Xc = np.empty((n, d))
+
+    def centre(s: int, e: int) -> None:
+        np.subtract(X[s:e], mu, out=Xc[s:e])
+
+    _threads.for_blocks(n, centre, thr)  # elementwise: the same bits on any blocks
     if scale:
         sd = r_sd(Xc) if n > 1 else np.zeros(d)
         scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
-        Xc *= scales
+
+        def rescale(s: int, e: int) -> None:
+            np.multiply(Xc[s:e], scales, out=Xc[s:e])
+
+        _threads.for_blocks(n, rescale, thr)
     else:
         scales = np.ones(d)
-    return mu, scales, np.ascontiguousarray(Xc)
+    return mu, scales, Xc
 
 
 def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
@@ -255,7 +266,7 @@ def _start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
         # calls LAPACK's dsyevr, as driver "evr" does; its column signs are
         # the ones R gets, which matters because R's binned objective is not
         # symmetric under a column's sign flip
-        vals, vecs = scipy.linalg.eigh(np.cov(Xs, rowvar=False).reshape(d, d), driver="evr")
+        vals, vecs = scipy.linalg.eigh(_threads.block_cov(Xs, _threads.resolve()).reshape(d, d), driver="evr")
         return np.ascontiguousarray(vecs[:, ::-1][:, :ndim])
     out = V0(Xs, y1, ndim) if callable(V0) else V0
     V = np.asarray(out, dtype=np.float64)
@@ -357,20 +368,6 @@ def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional
     return chosen
 
 
-def _blas_single_thread():
-    """A context that keeps BLAS on one thread: OpenBLAS's idle threads spin,
-    and would take the cores from the compiled core's OpenMP threads (a fit
-    ran 8 times slower at n = 1e4). It also makes a fit independent of the BLAS
-    thread count."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # threadpoolctl comes with scikit-learn; without it, do nothing
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def OPNB(
     X: Any,
     y: Any,
@@ -405,12 +402,14 @@ def OPNB(
     nbin : bins per projected column, or None for exact sums.
     C : None or a function (Xs, y_codes) -> symmetric (d, d) penalty matrix.
     correct : optimise the paper's objective (priors once) instead of R's.
-    threads : threads for the columns of V (default: all cores).
+    threads : threads for every parallel step (default: ``PYOPNB_NUM_THREADS``,
+        else OpenMP's setting, ``OMP_NUM_THREADS`` or threadpoolctl's, else
+        every core this process may use; -1: every core). Results do not
+        depend on it.
     callback : called after each L-BFGS iteration with (iteration, objective, gradient norm).
     """
     form = RFormulation(lam=_check_lam(lam), V0=V0, C=C, scale=scale, correct=correct)
-    with _blas_single_thread():
-        return _fit(X, y, ndim, nbin, threads, callback, form)
+    return _fit(X, y, ndim, nbin, threads, callback, form)
 
 
 def opnb_journal(
@@ -454,8 +453,7 @@ def opnb_journal(
     threads, callback : as :func:`OPNB`.
     """
     form = JournalFormulation(gamma=gamma, prescale=prescale, V0=V0)
-    with _blas_single_thread():
-        return _fit(X, y, ndim, nbin, threads, callback, form)
+    return _fit(X, y, ndim, nbin, threads, callback, form)
 
 
 def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
@@ -470,8 +468,16 @@ def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
         raise ValueError(f"y must have at least two classes, found {K}")
     nd = _check_ndim(ndim, d)
     nbin_v = as_nbin(nbin)
-    thr = default_threads() if threads is None else max(1, int(threads))
+    thr = _threads.resolve(threads)
+    # BLAS on one thread: OpenBLAS's idle threads spin and would take the
+    # cores from the core's OpenMP threads (a fit ran 8 times slower at
+    # n = 1e4); X'dZ is parallel by blocks instead (objective._gradient_in_V)
+    with _threads.using(thr), _threads.blas_single_thread():
+        return _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form)
 
+
+def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
+    d, K = Xa.shape[1], levels.size
     st = form.setup(Xa, codes, levels, nd)
     problem = st.problem
     V = st.V
@@ -495,7 +501,7 @@ def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
         Vopt = obj.unflat(res.x)
     except FloatingPointError as exc:
         warnings.warn(f"optimisation failed ({exc}); returning the initial projection", RuntimeWarning,
-                      stacklevel=3)
+                      stacklevel=4)
         Vopt = V
         convergence = 52
     if convergence == 52:
@@ -505,7 +511,7 @@ def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
             "OPNB: L-BFGS-B stopped because its line search failed (convergence code 52, as R's optim "
             "reports it): the projection may not be a local optimum of the objective." + why + " Try "
             + ("a larger lam, " if st.pen is not None else "") + "exact sums (nbin=None), more bins, or another "
-            "start V0.", RuntimeWarning, stacklevel=3)
+            "start V0.", RuntimeWarning, stacklevel=4)
     if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
         fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
     else:

@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import _ksum
+from . import _ksum, _threads
 from .ksum import DEFAULT_BETA, fk_sum
 
 __all__ = ["class_log_densities"]
@@ -32,6 +32,7 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
     exactly).
     """
     m, ncol = Zte.shape
+    thr = _threads.resolve()
     out = np.zeros((m, K)) if log else np.ones((m, K))
     for k in range(K):
         Zk = Ztr[y0 == k]
@@ -44,13 +45,13 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
             x = np.ascontiguousarray(Zk[:, t])
             e = np.ascontiguousarray(Zte[:, t])
             if nbin is not None:
-                S = fk_sum(x, w[:, 0], h, e, nbin=nbin)
+                S = fk_sum(x, w[:, 0], h, e, nbin=nbin, threads=thr)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     out[:, k] += np.where(S > 0, np.log(np.where(S > 0, S, 1.0)), -np.inf)
             elif log:
-                L, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False, True)
+                L, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False, True, thr)
                 out[:, k] += L[:, 0]
             else:
-                S, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False)
+                S, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False, False, thr)
                 out[:, k] *= S[:, 0]
     return out

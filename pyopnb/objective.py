@@ -23,13 +23,12 @@ underflows in a product gives ``-inf`` rather than ``log(0)`` of a rounded sum.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Literal, Tuple
 
 import numpy as np
 
-from . import _ksum
+from . import _ksum, _threads
 from ._validation import as_nbin
 from .ksum import DEFAULT_BETA
 
@@ -42,14 +41,6 @@ Compat = Literal["R", "correct"]
 _EXACT, _LINEAR = 0, 2
 # R's f_NB_cpp / df_NB_cpp widen the grid of each projected column by this much.
 _GRID_EPS = 1e-8
-
-
-def default_threads() -> int:
-    """Columns are processed in parallel on this many threads."""
-    env = os.environ.get("PYOPNB_NUM_THREADS")
-    if env:
-        return max(1, int(env))
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
@@ -156,7 +147,7 @@ def objective_and_gradient(
     p = check_problem(X, y0, PI, h)
     Va = _check_V(V, p.X.shape[1])
     nb = None if nbin is None else as_nbin(nbin, allow_none=False)
-    thr = default_threads() if threads is None else max(1, int(threads))
+    thr = _threads.resolve(threads)
     return evaluate(Va, p, nb, compat, gradient, thr)
 
 
@@ -205,7 +196,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         value, post = tables.value_and_posteriors(logprior, gradient)
         if not gradient:
             return float(value), None
-        return float(value), _gradient_in_V(tables.gradient(post), p.X)
+        return float(value), _gradient_in_V(tables.gradient(post), p.X, thr)
 
     # exact sums, or the correct binned value (linear binning, densities at the points)
     mode, nb = (_LINEAR, nb) if binned else (_EXACT, 0)
@@ -220,7 +211,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         _, post = _loglik(logf, p.y0, logprior, thr)
     dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr,
                                      work)
-    return value, _gradient_in_V(dZt, p.X)
+    return value, _gradient_in_V(dZt, p.X, thr)
 
 
 def evaluate_normalised(Va: np.ndarray, p: Problem, nb: int | None, gradient: bool, thr: int,
@@ -245,7 +236,7 @@ def _normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any, gradient: b
     p = check_problem(X, y0, PI, h)
     Va = _check_V(V, p.X.shape[1])
     nb = None if nbin is None else as_nbin(nbin, allow_none=False)
-    thr = default_threads() if threads is None else max(1, int(threads))
+    thr = _threads.resolve(threads)
     return evaluate_normalised(Va, p, nb, gradient, thr)
 
 
@@ -265,9 +256,10 @@ def df_NB_normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any = None,
     return _normalised(V, X, y0, PI, h, nbin, True, threads)[1]
 
 
-def _gradient_in_V(dZt: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """dl/dV [d, ndim] from n dl/dZ' [ndim, n]: X' dZ / n."""
-    return np.ascontiguousarray((dZt @ X).T / X.shape[0])
+def _gradient_in_V(dZt: np.ndarray, X: np.ndarray, thr: int) -> np.ndarray:
+    """dl/dV [d, ndim] from n dl/dZ' [ndim, n]: X' dZ / n (by blocks of points
+    on thr threads; the same numbers on any)."""
+    return np.ascontiguousarray(_threads.block_matmul(dZt, X, thr).T / X.shape[0])
 
 
 def f_NB_exact(V: Any, X: Any, y0: Any, PI: Any, h: Any, compat: Compat = "R") -> float:

@@ -380,8 +380,9 @@ def test_r_column_statistics_are_long_double_sums_in_order():
         s = np.longdouble(0)
         for v in X[:, j]:
             s = s + np.longdouble(v)
-        assert _ksum.r_colmeans(X)[j] == float(s / 501)
-    Xc = X - _ksum.r_colmeans(X)
+        for threads in (1, 2, 3, 8):  # columns split among threads: each sum's order is fixed
+            assert _ksum.r_colmeans(X, threads)[j] == float(s / 501)
+    Xc = X - _ksum.r_colmeans(X, 2)
     xl = Xc[:, 2].astype(np.longdouble)
     m = np.longdouble(0)
     for v in xl:
@@ -394,9 +395,10 @@ def test_r_column_statistics_are_long_double_sums_in_order():
     ss = np.longdouble(0)
     for v in xl:
         ss = ss + (v - m) * (v - m)
-    assert _ksum.r_sd(Xc)[2] == np.sqrt(float(ss / 500))
+    for threads in (1, 2, 7):
+        assert _ksum.r_sd(Xc, threads)[2] == np.sqrt(float(ss / 500))
     with pytest.raises(ValueError, match="two rows"):
-        _ksum.r_sd(Xc[:1])
+        _ksum.r_sd(Xc[:1], 1)
 
 
 def test_tiny_gradient_against_a_coarser_difference():

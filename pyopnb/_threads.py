@@ -1,0 +1,150 @@
+"""The one place that decides how many threads pyopnb's compiled core uses.
+
+Every parallel region of the core runs on the count :func:`resolve` returns:
+
+1. ``threads=`` given to a function or estimator (``-1``: every core this
+   process may use), or to the fit that is calling;
+2. else the environment variable ``PYOPNB_NUM_THREADS``;
+3. else OpenMP's own setting, ``omp_get_max_threads()`` of the OpenMP runtime
+   the core is linked with: ``OMP_NUM_THREADS`` where set, a limit set with
+   threadpoolctl (``threadpool_limits(k, user_api="openmp")``) or by joblib's
+   workers, else the cores this process may use.
+
+Results do not depend on the count: the core splits its work in fixed
+partitions and adds partial sums in a fixed order.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import contextvars
+import os
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import numpy as np
+
+__all__ = ["available_cores", "resolve", "using", "blas_single_thread", "for_blocks", "block_matmul", "block_cov"]
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _positive(value: Any, what: str) -> int:
+    try:
+        as_int = int(value)
+        ok = as_int == float(value)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or isinstance(value, bool) or (as_int < 1 and as_int != -1):
+        raise ValueError(f"{what} must be a positive integer or -1 (every core), got {value!r}")
+    return available_cores() if as_int == -1 else as_int
+
+
+def resolve(threads: Optional[int] = None) -> int:
+    """The thread count for the core: ``threads``, else the count of an
+    enclosing :func:`using` (a fit's), else ``PYOPNB_NUM_THREADS``, else
+    OpenMP's setting (``OMP_NUM_THREADS``, threadpoolctl), else the cores."""
+    if threads is not None:
+        return _positive(threads, "threads")
+    if _current.get() is not None:
+        return _current.get()
+    env = os.environ.get("PYOPNB_NUM_THREADS", "").strip()
+    if env:
+        return _positive(env, "PYOPNB_NUM_THREADS")
+    from . import _ksum
+
+    return max(1, int(_ksum.omp_max_threads()))
+
+
+# The count an enclosing call was given (a fit passes its ``threads`` to
+# everything it calls: standardisation, kernel sums, X'dZ).
+_current: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("pyopnb_threads", default=None)
+
+
+@contextlib.contextmanager
+def using(threads: int) -> Iterator[int]:
+    """Within the block, :func:`resolve` without an explicit count gives ``threads``."""
+    token = _current.set(_positive(threads, "threads"))
+    try:
+        yield _current.get()
+    finally:
+        _current.reset(token)
+
+
+_controller: Any = None
+
+
+def blas_single_thread() -> contextlib.AbstractContextManager:
+    """A context that keeps BLAS on one thread. OpenBLAS's idle threads spin,
+    and would take the cores from the core's OpenMP threads; where pyopnb
+    wants BLAS in parallel it calls it on blocks from its own threads
+    (:func:`block_matmul`)."""
+    global _controller
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # threadpoolctl comes with scikit-learn; without it, do nothing
+        return contextlib.nullcontext()
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1, user_api="blas")
+
+
+_pools: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+
+
+def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+    if threads not in _pools:
+        _pools[threads] = concurrent.futures.ThreadPoolExecutor(max_workers=threads,
+                                                                thread_name_prefix="pyopnb")
+    return _pools[threads]
+
+
+# rows per block of for_blocks: the blocks depend on n alone
+_ROWS = 65536
+
+
+def for_blocks(n: int, fn: Callable[[int, int], Any], threads: int) -> List[Any]:
+    """[fn(s, e) for each block s:e of range(n)], in block order, the blocks
+    run on ``threads`` threads (NumPy and BLAS release the GIL). The blocks
+    are fixed by n alone (65536 rows, at most 64), so sums of the results
+    taken in order do not depend on the thread count."""
+    nblk = max(1, min(64, -(-n // _ROWS)))
+    edges = [n * b // nblk for b in range(nblk + 1)]
+    if threads == 1 or nblk == 1:
+        return [fn(edges[b], edges[b + 1]) for b in range(nblk)]
+    return list(_pool(threads).map(lambda b: fn(edges[b], edges[b + 1]), range(nblk)))
+
+
+def _sum(parts: List[np.ndarray]) -> np.ndarray:
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
+def block_matmul(A: np.ndarray, B: np.ndarray, threads: int) -> np.ndarray:
+    """A @ B for A [m, n], B [n, q] with n large: single-threaded BLAS on the
+    blocks of :func:`for_blocks`, their products added in block order, so the
+    result does not depend on the thread count. One block is A @ B itself."""
+    with blas_single_thread():
+        return _sum(for_blocks(B.shape[0], lambda s, e: A[:, s:e] @ B[s:e], threads))
+
+
+def block_cov(X: np.ndarray, threads: int) -> np.ndarray:
+    """np.cov(X, rowvar=False); past one block (65536 rows) the centred
+    cross-products by blocks as :func:`block_matmul` (the same to rounding)."""
+    n = X.shape[0]
+    if n <= _ROWS or n < 2:
+        return np.cov(X, rowvar=False)
+    m = X.mean(axis=0)
+
+    def gram(s: int, e: int) -> np.ndarray:
+        c = X[s:e] - m
+        return c.T @ c
+
+    with blas_single_thread():
+        return _sum(for_blocks(n, gram, threads)) / (n - 1)

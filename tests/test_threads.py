@@ -1,0 +1,127 @@
+"""One thread setting for every parallel region, and results that do not depend on it."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pyopnb import OPNB, _ksum
+from pyopnb._threads import available_cores, block_matmul, resolve, using
+from pyopnb.ksum import DEFAULT_BETA, fk_sum
+from pyopnb.objective import objective_and_gradient
+
+
+def test_explicit_count_wins_and_bad_counts_are_refused(monkeypatch):
+    monkeypatch.setenv("PYOPNB_NUM_THREADS", "3")
+    assert resolve(5) == 5
+    assert resolve(-1) == available_cores()
+    for bad in (0, -2, 1.5, "x", True, "2.5"):
+        with pytest.raises(ValueError, match="threads"):
+            resolve(bad)
+
+
+def test_environment_then_openmp(monkeypatch):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    monkeypatch.setenv("PYOPNB_NUM_THREADS", "3")
+    assert resolve() == 3
+    monkeypatch.setenv("PYOPNB_NUM_THREADS", "zero")
+    with pytest.raises(ValueError, match="PYOPNB_NUM_THREADS"):
+        resolve()
+    monkeypatch.delenv("PYOPNB_NUM_THREADS")
+    # threadpoolctl sees the OpenMP runtime the core runs on and limits it
+    assert any(lib["user_api"] == "openmp" for lib in threadpool_info())
+    with threadpool_limits(limits=1, user_api="openmp"):
+        assert resolve() == 1
+    with threadpool_limits(limits=3, user_api="openmp"):
+        assert resolve() == 3
+    with using(2):  # a fit's count reaches everything it calls
+        assert resolve() == 2
+        assert resolve(4) == 4
+
+
+def test_omp_num_threads_is_the_default_in_a_fresh_process():
+    env = {k: v for k, v in os.environ.items() if k != "PYOPNB_NUM_THREADS"}
+    code = "from pyopnb._threads import resolve; print(resolve())"
+    for omp, want in (("3", 3), (None, available_cores())):
+        if omp is None:
+            env.pop("OMP_NUM_THREADS", None)
+        else:
+            env["OMP_NUM_THREADS"] = omp
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert int(out.stdout.strip()) == want
+
+
+def test_joblib_workers_do_not_oversubscribe():
+    """GridSearchCV(n_jobs=k) runs fits in joblib's worker processes, which
+    set OpenMP's count to cores // k: the fits there take it."""
+    from joblib import Parallel, delayed
+
+    counts = Parallel(n_jobs=2)(delayed(resolve)() for _ in range(2))
+    assert all(1 <= c <= max(1, available_cores() // 2) for c in counts)
+
+
+def _problem(seed, n, d, ndim, K):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = rng.integers(0, K, n)
+    X[:, 0] += y
+    return rng.normal(size=(d, ndim)) * 0.5, X, y, np.bincount(y, minlength=K) / n
+
+
+@pytest.mark.parametrize("ndim", [1, 3])
+def test_results_do_not_depend_on_the_thread_count_past_one_block(ndim):
+    """n = 70000 is past the 65536-point blocks of the binned passes and of
+    X'dZ: partial sums added in a fixed order, so 1, 2, 3 and 5 threads
+    (oversubscribed here) give the same bits; one bandwidth and several."""
+    V, X, y, PI = _problem(ndim, 70_000, 4, ndim, 3)
+    for h in (np.full(3, 0.4), np.array([0.3, 0.4, 0.5])):
+        for nbin, compat in ((None, "R"), (300, "R"), (300, "correct")):
+            ref = objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat=compat, threads=1)
+            for threads in (2, 3, 5):
+                f, g = objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat=compat, threads=threads)
+                assert f == ref[0], (nbin, compat, threads)
+                np.testing.assert_array_equal(g, ref[1])
+
+
+def test_blocks_agree_with_one_pass():
+    """The blocked binned passes and X'dZ against the one-block order they
+    replace: equal to rounding (the blocks only regroup the additions)."""
+    V, X, y, PI = _problem(9, 70_000, 4, 2, 3)
+    h = np.full(3, 0.4)
+    f, g = objective_and_gradient(V, X, y, PI, h, nbin=300, compat="R", threads=2)
+    # the same problem as 35000 duplicated points: one block each, the same densities
+    half = slice(0, 35_000)
+    Xd = np.vstack([X[half], X[half]])
+    yd = np.concatenate([y[half], y[half]])
+    f2, g2 = objective_and_gradient(V, Xd, yd, np.bincount(yd) / yd.size, h, nbin=300, compat="R", threads=2)
+    f1, g1 = objective_and_gradient(V, X[half], y[half], np.bincount(y[half]) / 35_000, h, nbin=300, compat="R",
+                                    threads=2)
+    assert f2 == pytest.approx(f1, rel=1e-13)
+    np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-13)
+    A, B = np.random.default_rng(1).normal(size=(3, 200_000)), np.random.default_rng(2).normal(size=(200_000, 5))
+    ref = block_matmul(A, B, 1)
+    np.testing.assert_allclose(ref, A @ B, rtol=1e-12, atol=1e-10)
+    for threads in (2, 4):
+        np.testing.assert_array_equal(block_matmul(A, B, threads), ref)
+    assert np.isfinite(f) and g.shape == (4, 2)
+
+
+def test_kernel_sums_and_fits_take_threads():
+    rng = np.random.default_rng(4)
+    x, w, e = rng.normal(size=3000), rng.uniform(size=3000), rng.normal(size=500)
+    ref = fk_sum(x, w, 0.3, e, type="both", threads=1)
+    for threads in (2, 3):
+        np.testing.assert_array_equal(fk_sum(x, w, 0.3, e, type="both", threads=threads), ref)
+        np.testing.assert_array_equal(fk_sum(x, w, 0.3, e, nbin=200, threads=threads),
+                                      fk_sum(x, w, 0.3, e, nbin=200, threads=1))
+    S, _ = _ksum.exact_sums(x, w.reshape(-1, 1), 0.3, DEFAULT_BETA, e, True, False, False, 4)
+    np.testing.assert_array_equal(S[:, 0], ref[:, 0])
+    with pytest.raises(ValueError, match="threads"):
+        fk_sum(x, w, 0.3, threads=0)
+    X = rng.normal(size=(400, 5))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    a, b = OPNB(X, y, ndim=3, nbin=None, threads=1), OPNB(X, y, ndim=3, nbin=None, threads=3)
+    np.testing.assert_array_equal(a.V, b.V)
+    assert a.fval == b.fval
