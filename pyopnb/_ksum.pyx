@@ -1249,7 +1249,9 @@ cdef class _Work:
         w = min(w, self.nthr)
         while self.ncol < w:
             if _column_alloc(&self.cols[self.ncol], self.P.n, self.P.mode, self.P.at_anchor, self.P.nbin,
-                             self.rmax, self.P.K, self.P.ngroup, self.P.ker.a + 1, self.points):
+                             self.rmax, self.P.K, self.P.ngroup,
+                             # grid-only scratch: one order more, for GridTables' psi kernel
+                             self.P.ker.a + (1 if self.points else 2), self.points):
                 _column_free(&self.cols[self.ncol])
                 raise MemoryError("not enough memory for the kernel-sum tables")
             self.ncol += 1
@@ -1524,11 +1526,13 @@ cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept 
             dst[j] = dst[j] + src[j]
 
 
-cdef int _grid_sums_by_class(const Problem* P, Column* col, const double* Wk, double* S, double* D,
-                             bint log_S, int nthr) noexcept nogil:
-    """Kernel sums at the column's grid points of grid weights Wk [nbin, K]
-    (class order), each group with its bandwidth: S (log f when log_S) and D
-    [nbin, K] in class order, either NULL if not wanted."""
+cdef int _grid_sums_by_class(const Problem* P, const Kernel* ker, Column* col, const double* Wk, double* S,
+                             double* D, int logmode, int nthr) noexcept nogil:
+    """Kernel sums (kernel ker) at the column's grid points of grid weights
+    Wk [nbin, K] (class order), each group with its bandwidth: S and D
+    [nbin, K] in class order, either NULL if not wanted. logmode: 0 the sums,
+    1 their logs (R's tables: log of the sum), 2 logs summed in log space
+    (finite however far a grid point is from a class's weights)."""
     cdef Py_ssize_t nbin = P.nbin, gi, j
     cdef int grp, r, c, off = 0, K = P.K
     for grp in range(P.ngroup):
@@ -1536,16 +1540,44 @@ cdef int _grid_sums_by_class(const Problem* P, Column* col, const double* Wk, do
         for gi in range(nbin):
             for c in range(r):
                 col.Wa[gi * r + c] = Wk[gi * K + P.kat[off + c]]
-        if _sums_on_anchors(col.anchors, nbin, col.Wa, r, P.gh[grp], &P.ker, &col.tb, col.anchors, col.ident,
-                            nbin, NULL, col.S if S != NULL else NULL, col.D, False, nthr):
+        if _sums_on_anchors(col.anchors, nbin, col.Wa, r, P.gh[grp], ker, &col.tb, col.anchors, col.ident,
+                            nbin, NULL, col.S if S != NULL else NULL, col.D, logmode == 2, nthr):
             return -1
         for j in range(nbin * r):
             if S != NULL:
-                S[(j // r) * K + P.kat[off + j % r]] = log(col.S[j]) if log_S else col.S[j]
+                S[(j // r) * K + P.kat[off + j % r]] = log(col.S[j]) if logmode == 1 else col.S[j]
             if D != NULL:
                 D[(j // r) * K + P.kat[off + j % r]] = col.D[j]
         off = off + r
     return 0
+
+
+cdef inline double _cell_frac(double z, double lo, double delta, Py_ssize_t g) noexcept nogil:
+    """A point's place in its cell g, in [0, 1): its linear binning fraction."""
+    return (z - lo) / delta - g
+
+
+cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const int* C, const double* Zt,
+                        const double* lo, const double* delta, Py_ssize_t n, Py_ssize_t ndim,
+                        Py_ssize_t i0, Py_ssize_t m, double* acc) noexcept nogil:
+    """acc [m, K]: for the points i0..i0+m-1, the sum over the columns (in
+    order) of the tables T [ndim, TK] interpolated linearly between the
+    point's two grid points, (1 - u) T[g] + u T[g + 1]."""
+    cdef Py_ssize_t t, j, i, g
+    cdef int k
+    cdef double u
+    cdef const double* row
+    cdef double* a
+    memset(acc, 0, m * K * sizeof(double))
+    for t in range(ndim):
+        for j in range(m):
+            i = i0 + j
+            g = C[t * n + i]
+            u = _cell_frac(Zt[t * n + i], lo[t], delta[t], g)
+            row = &T[t * TK + g * K]
+            a = &acc[j * K]
+            for k in range(K):
+                a[k] = a[k] + ((1.0 - u) * row[k] + u * row[K + k])
 
 
 cdef class GridTables:
@@ -1568,13 +1600,15 @@ cdef class GridTables:
     cdef readonly Py_ssize_t ndim, n, nbin
     cdef Py_ssize_t TK, nblk
     cdef int nslot
-    cdef readonly bint has_gradient
+    cdef readonly bint has_gradient, interp
     cdef readonly object Zt, lo, delta, logS_lin, logS_simple, S_simple, D_simple
-    cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax
+    cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
+    cdef Kernel psi
     cdef readonly int[:, ::1] cells  # each point's grid cell in each column
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, bint interp=False):
+        cdef int m
         if ndim < 1 or nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
         if y.shape[0] < 1:
@@ -1585,13 +1619,25 @@ cdef class GridTables:
         self.nblk = _bin_nblk(self.n)
         self.nslot = min(ndim, _NSLOT)
         self.has_gradient = gradient
+        self.interp = interp
         self.Zt = None
         self.lo = np.empty(ndim)
         self.delta = np.empty(ndim)
         self.logS_lin = np.empty((ndim, self.TK))
-        self.logS_simple = np.empty((ndim, self.TK)) if gradient else None
-        self.S_simple = np.empty((ndim, self.TK)) if gradient else None
-        self.D_simple = np.empty((ndim, self.TK)) if gradient else None
+        simple = gradient and not interp
+        self.logS_simple = np.empty((ndim, self.TK)) if simple else None
+        self.S_simple = np.empty((ndim, self.TK)) if simple else None
+        self.D_simple = np.empty((ndim, self.TK)) if simple else None
+        if interp:
+            # psi(u) = u K'(u), even: beta_psi[m] = m beta_m - beta_{m-1}
+            if beta.shape[0] > MAX_ORDER:
+                raise ValueError("beta has too many entries for the interpolated gradient")
+            bpsi = np.zeros(beta.shape[0] + 1)
+            for m in range(beta.shape[0] + 1):
+                bpsi[m] = (m * beta[m] if m < beta.shape[0] else 0.0) - (beta[m - 1] if m > 0 else 0.0)
+            _make_kernel(<double*> cnp.PyArray_DATA(bpsi), bpsi.shape[0], &self.psi)
+            self._Psi = np.empty((ndim, self.TK)) if gradient else None
+            self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
         # each (column, block)'s grid weights, and its extremes
         self._part_lin = np.empty((ndim, self.nblk, self.TK))
         self._part_simple = np.empty((ndim, self.nblk, self.TK)) if gradient else None
@@ -1612,7 +1658,8 @@ cdef class GridTables:
         if Zt.shape[0] != ndim or Zt.shape[1] != n:
             raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
         self.Zt = np.asarray(Zt)
-        cdef bint gradient = self.has_gradient
+        cdef bint interp = self.interp
+        cdef bint gradient = self.has_gradient and not interp
         cdef double[::1] lov = self.lo, dv = self.delta
         cdef double* Tl = _data_or_null(self.logS_lin)
         cdef double* Tls = _data_or_null(self.logS_simple)
@@ -1671,7 +1718,7 @@ cdef class GridTables:
                     cv[t, i] = <int> g
                     k = P.y[i]
                     wt = P.wcls[k]
-                    frac = (z - lov[t]) / dv[t] - g
+                    frac = _cell_frac(z, lov[t], dv[t], g)
                     pl[g * K + k] += (1.0 - frac) * wt
                     pl[(g + 1) * K + k] += frac * wt
                     if gradient:
@@ -1681,11 +1728,12 @@ cdef class GridTables:
                 col = &cols[tid]
                 _set_grid(col, lov[t], dv[t], nbin)
                 _reduce_blocks(&PL[t * nblk * TK], nblk, TK)
-                if _grid_sums_by_class(P, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, True, inner):
+                if _grid_sums_by_class(P, &P.ker, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, 2 if interp else 1,
+                                       inner):
                     bad += 1
                 if gradient:
                     _reduce_blocks(&PS[t * nblk * TK], nblk, TK)
-                    if _grid_sums_by_class(P, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], False, inner):
+                    if _grid_sums_by_class(P, &P.ker, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], 0, inner):
                         bad += 1
                     for j in range(TK):
                         Tls[t * TK + j] = log(Ts[t * TK + j])
@@ -1701,8 +1749,12 @@ cdef class GridTables:
 
     def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
         """(l with linear binning, posteriors [n, K] with simple binning or None):
-        log_posteriors of log_densities' arrays, without forming them."""
+        log_posteriors of log_densities' arrays, without forming them.
+        Interpolated tables: l and the posteriors of the log densities
+        interpolated linearly between each point's two grid points."""
         self._check_built(logprior)
+        if self.interp:
+            return self._interp_value(logprior, posteriors)
         if posteriors and self.logS_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
@@ -1745,6 +1797,39 @@ cdef class GridTables:
                 total = total + tv[i]
         return total / n, post
 
+    def _interp_value(self, const double[::1] logprior, bint posteriors):
+        if posteriors and not self.has_gradient:
+            raise ValueError("tables built without the gradient's")
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
+        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr
+        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
+        if posteriors and self._post is None:
+            self._post = np.empty((n, K))
+        post = self._post if posteriors else None
+        accs = np.empty((nthr, B * K + 16))
+        cdef double* pp = _data_or_null(post)
+        cdef double[::1] tv = self._terms
+        cdef double[:, ::1] av = accs
+        cdef const int* y = self.wk.P.y
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef const double* Zp = _data_or_null(self.Zt)
+        cdef const double* lo = _data_or_null(self.lo)
+        cdef const double* dl = _data_or_null(self.delta)
+        cdef const int* C = &self.cells[0, 0]
+        cdef double total = 0.0
+        with nogil:
+            for b in prange(nblk, num_threads=nthr, schedule='static'):
+                tid = _thread_id()
+                i0 = b * B
+                m = min(B, n - i0)
+                _block_interp(Tl, self.TK, K, C, Zp, lo, dl, n, ndim, i0, m, &av[tid, 0])
+                for j in range(m):
+                    tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
+                                                &pp[(i0 + j) * K] if posteriors else NULL)
+            for i in range(n):
+                total = total + tv[i]
+        return total / n, post
+
     def subset_values(self, base, candidates, const double[::1] logprior):
         """l (linear binning) of the columns base + [j], for each j in candidates:
         objective_and_gradient(V[:, base + [j]]) up to rounding.
@@ -1762,6 +1847,8 @@ cdef class GridTables:
         direct log-sum-exp.
         """
         self._check_built(logprior)
+        if self.interp:
+            raise ValueError("subset_values reads R's tables, not interpolated ones")
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
         for arr in (bcols, ccols):
@@ -1847,6 +1934,8 @@ cdef class GridTables:
         order (as update's).
         """
         self._check_built()
+        if self.interp and self.has_gradient:
+            return self._interp_gradient(post)
         if self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
@@ -1887,7 +1976,7 @@ cdef class GridTables:
                 col = &cols[tid]
                 _set_grid(col, lo[t], delta[t], nbin)
                 _reduce_blocks(&PW[t * nblk * TK], nblk, TK)
-                if _grid_sums_by_class(P, col, &PW[t * nblk * TK], NULL, &DW[t * TK], False, inner):
+                if _grid_sums_by_class(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, inner):
                     bad += 1
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
                 t = it // nblk
@@ -1896,6 +1985,133 @@ cdef class GridTables:
                 for i in range(i0, i1):
                     k = P.y[i]
                     dv[t, i] -= P.wcls[k] / P.gh[P.gof[k]] * DW[t * TK + C[t * n + i] * K + k]
+        if bad:
+            raise MemoryError("not enough memory for the kernel-sum tables")
+        return dZ
+
+
+    def _interp_gradient(self, const double[:, ::1] post):
+        """n * dl/dZ [ndim, n] of the interpolated value: its exact derivative.
+
+        With s_i = (z_i - lo) / delta a point's place on the grid (cell g_i,
+        fraction u_i), L_k[g] the log density at grid point g and
+        a_ik = 1{y_i = k} - P_ik, n dl/ds_i has two parts:
+          point i as an evaluation point: sum_k a_ik (L_k[g_i + 1] - L_k[g_i]);
+          as a sample point (its class weight w binned linearly):
+            w (Phi_y[g_i + 1] - Phi_y[g_i]), Phi_k = the kernel sums on the grid
+            of c_k[g] = A_k[g] / f_k[g], A_k the a_ik binned as the weights are.
+        The grid moves with the extremes of z (lo, delta); with s fixed, delta
+        also scales the kernel's argument: n dl/ddelta gets
+        (1/delta) sum_k sum_j Wb_k[j] Psi_k[j], Psi_k the grid sums of c_k with
+        the kernel psi(u) = u K'(u), Wb_k the binned class weights.
+        """
+        if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
+            raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
+        cdef const Problem* P = &self.wk.P
+        cdef int K = P.K, k, tid, nthr = self.wk.nthr, bad = 0, inner = nthr if ndim == 1 else 1
+        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
+        if self._dZ is None:
+            self._dZ = np.empty((ndim, n))
+            self._W = np.empty((ndim, TK))
+        dZ = self._dZ
+        cdef double[:, ::1] dv = dZ
+        cdef double* Phi = _data_or_null(self._W)
+        cdef double* Psi = _data_or_null(self._Psi)
+        cdef double* PA = _data_or_null(self._part_simple)
+        cdef double* Wb = _data_or_null(self._part_lin)  # block 0 of each column: its binned weights
+        cdef double* edge = _data_or_null(self._edge)
+        cdef double* pa
+        cdef const double* row
+        cdef const int* C = &self.cells[0, 0]
+        cdef const double* Zp = _data_or_null(self.Zt)
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef double[::1] lo = self.lo, delta = self.delta
+        cdef Column* cols = self.wk.cols
+        cdef Column* col
+        cdef const double* pp = &post[0, 0]
+        cdef double u, a, e, d, sv, zmn, zmx, kern, d_lo, d_delta
+        cdef double* ed
+        kdelta = np.zeros(ndim)
+        cdef double[::1] kd = kdelta
+        with nogil:
+            # evaluation-point terms, and the a_ik binned onto the grid by block
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+                t = it // nblk
+                i0 = (it % nblk) * B
+                i1 = min(n, i0 + B)
+                pa = &PA[it * TK]
+                memset(pa, 0, TK * sizeof(double))
+                for i in range(i0, i1):
+                    g = C[t * n + i]
+                    u = _cell_frac(Zp[t * n + i], lo[t], delta[t], g)
+                    row = &Tl[t * TK + g * K]
+                    e = 0.0
+                    for k in range(K):
+                        a = (1.0 if P.y[i] == k else 0.0) - pp[i * K + k]
+                        e = e + a * (row[K + k] - row[k])
+                        pa[g * K + k] += (1.0 - u) * a
+                        pa[(g + 1) * K + k] += u * a
+                    dv[t, i] = e
+            # per column: c = A / f on the grid, its sums with K and with psi
+            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
+                tid = _thread_id()
+                col = &cols[tid]
+                _set_grid(col, lo[t], delta[t], nbin)
+                pa = &PA[t * nblk * TK]
+                _reduce_blocks(pa, nblk, TK)
+                for j in range(TK):
+                    # |c| from logs: f may be far below A's scale
+                    a = pa[j]
+                    pa[j] = 0.0 if a == 0.0 else (exp(log(a) - Tl[t * TK + j]) if a > 0.0
+                                                  else -exp(log(-a) - Tl[t * TK + j]))
+                if (_grid_sums_by_class(P, &P.ker, col, pa, &Phi[t * TK], NULL, 0, inner)
+                        or _grid_sums_by_class(P, &self.psi, col, pa, &Psi[t * TK], NULL, 0, inner)):
+                    bad += 1
+                kern = 0.0
+                for j in range(TK):
+                    kern = kern + Wb[t * nblk * TK + j] * Psi[t * TK + j]
+                kd[t] = kern / delta[t]
+            # sample-point terms, dz = (dl/ds) / delta, and each block's share of the grid's motion
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+                t = it // nblk
+                i0 = (it % nblk) * B
+                i1 = min(n, i0 + B)
+                ed = &edge[it * 4]
+                ed[0] = 0.0
+                ed[1] = 0.0
+                imin = i0
+                imax = i0
+                for i in range(i0, i1):
+                    k = P.y[i]
+                    g = C[t * n + i]
+                    d = dv[t, i] + P.wcls[k] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
+                    sv = (Zp[t * n + i] - lo[t]) / delta[t]
+                    dv[t, i] = d / delta[t]
+                    ed[0] = ed[0] - d / delta[t]
+                    ed[1] = ed[1] - sv * d / delta[t]
+                    if Zp[t * n + i] < Zp[t * n + imin]:
+                        imin = i
+                    if Zp[t * n + i] > Zp[t * n + imax]:
+                        imax = i
+                ed[2] = <double> imin
+                ed[3] = <double> imax
+            # lo = zmin - eps, delta = (zmax - zmin + 2 eps) / (nbin - 1): blocks in order
+            for t in range(ndim):
+                d_lo = 0.0
+                d_delta = kd[t]
+                imin = <Py_ssize_t> edge[t * nblk * 4 + 2]
+                imax = <Py_ssize_t> edge[t * nblk * 4 + 3]
+                for b in range(nblk):
+                    ed = &edge[(t * nblk + b) * 4]
+                    d_lo = d_lo + ed[0]
+                    d_delta = d_delta + ed[1]
+                    if Zp[t * n + <Py_ssize_t> ed[2]] < Zp[t * n + imin]:
+                        imin = <Py_ssize_t> ed[2]
+                    if Zp[t * n + <Py_ssize_t> ed[3]] > Zp[t * n + imax]:
+                        imax = <Py_ssize_t> ed[3]
+                dv[t, imin] += d_lo - d_delta / (nbin - 1)
+                dv[t, imax] += d_delta / (nbin - 1)
         if bad:
             raise MemoryError("not enough memory for the kernel-sum tables")
         return dZ

@@ -342,8 +342,10 @@ class _Objective:
         return -F, -G.ravel(order="F")
 
 
-def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional[Workspace] = None) -> list:
-    """R's column order: forward selection by l (lam = 0, bandwidths 1), ties to the first.
+def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional[Workspace] = None,
+                  normalised: bool = False) -> list:
+    """R's column order: forward selection by l (lam = 0, bandwidths 1), ties to the first;
+    ``normalised``: by the journal's objective (V's columns of unit norm).
 
     ws: the fit's workspace, if its tables are V's (R's binned objective);
     the column passes reuse its scratch for the subsets (the others)."""
@@ -361,7 +363,9 @@ def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional
         if tables is not None:
             scores = tables.subset_values(chosen, remaining, logprior)
         else:
-            scores = [evaluate(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, compat, False, threads, ws)[0]
+            scores = [(evaluate_normalised(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, False, threads, ws)
+                       if normalised else
+                       evaluate(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, compat, False, threads, ws))[0]
                       for j in remaining]
         best = int(np.argmax(scores))  # first of the maxima
         chosen.append(remaining.pop(best))
@@ -524,7 +528,7 @@ def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
         Vopt = Vopt / norms
         norms = np.ones_like(norms)
     # R's binned objective: the workspace now holds Vopt's tables either way
-    order = _greedy_order(Vopt, problem, nbin_v, st.compat, thr, obj.ws)
+    order = _greedy_order(Vopt, problem, nbin_v, st.compat, thr, obj.ws, st.normalised)
     Vopt, norms = Vopt[:, order], norms[order]
     h = np.outer(problem.h, 1.0 / norms)
     Vn = Vopt / norms

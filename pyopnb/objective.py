@@ -113,8 +113,21 @@ def _check_V(V: Any, d: int) -> np.ndarray:
     return Va
 
 
-def _new_tables(ndim: int, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
-    return _ksum.GridTables(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
+def _new_tables(ndim: int, p: Problem, nbin: int, gradient: bool, threads: int,
+                interp: bool = False) -> "_ksum.GridTables":
+    return _ksum.GridTables(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads, interp)
+
+
+def _tables_for(ws: "Workspace | None", ndim: int, p: Problem, nb: int, gradient: bool, thr: int,
+                interp: bool) -> "_ksum.GridTables":
+    """The workspace's grid tables when they fit this evaluation, else new ones (kept there)."""
+    tables = None if ws is None else ws.tables
+    if (tables is None or tables.ndim != ndim or tables.nbin != nb or tables.interp != interp
+            or (gradient and not tables.has_gradient)):
+        tables = _new_tables(ndim, p, nb, gradient, thr, interp)
+    if ws is not None:
+        ws.tables = tables
+    return tables
 
 
 def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
@@ -186,12 +199,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
 
     if binned and compat == "R":
         # R's binned value and gradient read densities at grid points: per-column tables
-        tables = None if ws is None else ws.tables
-        if (tables is None or tables.ndim != Va.shape[1] or tables.nbin != nb
-                or (gradient and not tables.has_gradient)):
-            tables = _new_tables(Va.shape[1], p, nb, gradient, thr)
-        if ws is not None:
-            ws.tables = tables
+        tables = _tables_for(ws, Va.shape[1], p, nb, gradient, thr, False)
         tables.update(Zt)
         value, post = tables.value_and_posteriors(logprior, gradient)
         if not gradient:
@@ -225,7 +233,20 @@ def evaluate_normalised(Va: np.ndarray, p: Problem, nb: int | None, gradient: bo
     if np.any(norms == 0):
         raise ValueError("a column of V is zero: the normalised objective is undefined there")
     Vbar = Va / norms
-    value, gbar = evaluate(Vbar, p, nb, "correct", gradient, thr, ws)
+    if nb is None:
+        value, gbar = evaluate(Vbar, p, None, "correct", gradient, thr, ws)
+    else:
+        # each column's class log densities on its grid (linear binning, class
+        # bandwidths), interpolated linearly at the points: R's per-column
+        # tables, with a value that moves smoothly with z and its exact gradient
+        Zt = _ksum.project(p.X, np.ascontiguousarray(Vbar), thr, out=None if ws is None else ws.Zt)
+        if ws is not None:
+            ws.Zt = Zt
+        tables = _tables_for(ws, Vbar.shape[1], p, nb, gradient, thr, True)
+        tables.update(Zt)
+        value, post = tables.value_and_posteriors(np.log(p.PI), gradient)
+        value = float(value)
+        gbar = _gradient_in_V(tables.gradient(post), p.X, thr) if gradient else None
     if gbar is None:
         return value, None
     return value, (gbar - Vbar * np.sum(Vbar * gbar, axis=0)) / norms
@@ -244,8 +265,8 @@ def f_NB_normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any = None, 
     """The published objective (journal version, eq. 7-8): the mean
     log-likelihood (1/n) l(V-bar), V-bar = V with unit-norm columns, priors
     counted once, class bandwidths h (length K). X already scaled, y0 0-based;
-    ``nbin=None`` for exact sums, else linear binning with densities summed at
-    the points (the correct binned value)."""
+    ``nbin=None`` for exact sums, else each column's class log densities at
+    ``nbin`` grid points (linear binning) interpolated linearly at the points."""
     return _normalised(V, X, y0, PI, h, nbin, False, threads)[0]
 
 
