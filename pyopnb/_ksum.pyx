@@ -1296,6 +1296,29 @@ cdef _Work _work_for(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
     return work
 
 
+cdef int _wave_setup(const Problem* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
+                     int nthr) noexcept nogil:
+    """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.SK, and
+    col.DK with want_D), a column to a thread (the whole team when w = 1).
+    Returns how many failed (out of memory)."""
+    cdef int c, bad = 0, inner = nthr if w == 1 else 1
+    for c in prange(w, num_threads=w, schedule='static'):
+        if (_column_setup(P, &Zt[(t0 + c) * P.n], &cols[c], inner)
+                or _column_dens(P, &Zt[(t0 + c) * P.n], &cols[c], want_D, inner)):
+            bad += 1
+    return bad
+
+
+cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
+                      Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, _Work work):
+    """The column passes' scratch for Zt, with room for a wave's columns."""
+    cdef _Work wk = _work_for(y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
+    if Zt.shape[1] != wk.P.n:
+        raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
+    wk._ensure(_wave(max(Zt.shape[0], 1), wk.nthr))
+    return wk
+
+
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                   int mode, bint at_anchor, Py_ssize_t nbin, double eps, const double[::1] beta,
                   int num_threads, _Work work=None):
@@ -1306,13 +1329,10 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     column), then every thread adds the wave's logs over blocks of points.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef _Work wk = _work_for(y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
+    cdef _Work wk = _wave_work(Zt, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
     cdef const Problem* P = &wk.P
-    cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w, c, inner
+    cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
     cdef int nslot = min(ndim, _NSLOT), slot
-    if n != P.n:
-        raise ValueError(f"Zt must have {P.n} columns (points), got {n}")
-    wk._ensure(W)
     cdef Column* cols = wk.cols
     parts = np.zeros((nslot, n, K))
     cdef double[:, :, ::1] pv = parts
@@ -1323,11 +1343,7 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
         t0 = 0
         while t0 < ndim and not bad:
             w = <int> min(W, ndim - t0)
-            inner = nthr if w == 1 else 1
-            for c in prange(w, num_threads=w, schedule='static'):
-                if (_column_setup(P, &Zt[t0 + c, 0], &cols[c], inner)
-                        or _column_dens(P, &Zt[t0 + c, 0], &cols[c], False, inner)):
-                    bad += 1
+            bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, False, nthr)
             if not bad:
                 _add_logs(P, cols, w, t0, nslot, &pv[0, 0, 0], nthr)
             t0 = t0 + w
@@ -1348,12 +1364,11 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     a thread, the per-point terms on every thread.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef _Work wk = _work_for(y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
+    cdef _Work wk = _wave_work(Zt, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
     cdef const Problem* P = &wk.P
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w, c, inner
-    if n != P.n or post.shape[0] != n or post.shape[1] != K:
-        raise ValueError(f"Zt must have {P.n} columns and post must be ({P.n}, {K})")
-    wk._ensure(W)
+    if post.shape[0] != n or post.shape[1] != K:
+        raise ValueError(f"post must be ({n}, {K}), got ({post.shape[0]}, {post.shape[1]})")
     cdef Column* cols = wk.cols
     dZ = np.zeros((ndim, n))
     if ndim == 0 or n == 0:
@@ -1365,10 +1380,7 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
         while t0 < ndim and not bad:
             w = <int> min(W, ndim - t0)
             inner = nthr if w == 1 else 1
-            for c in prange(w, num_threads=w, schedule='static'):
-                if (_column_setup(P, &Zt[t0 + c, 0], &cols[c], inner)
-                        or _column_dens(P, &Zt[t0 + c, 0], &cols[c], True, inner)):
-                    bad += 1
+            bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, True, nthr)
             if bad:
                 break
             _point_terms(P, cols, w, &dv[t0, 0], &post[0, 0], nthr)

@@ -144,12 +144,12 @@ def cmd_fit(args) -> None:
                 raise CLIError("--lam and --no-scale belong to --formulation R (the journal formulation has no "
                                "penalty and always scales)")
             model = opnb_journal(X, y.to_numpy(), ndim=args.ndim, nbin=nbin, prescale=args.prescale,
-                                 gamma=1.0 if args.gamma is None else args.gamma)
+                                 gamma=1.0 if args.gamma is None else args.gamma, threads=args.threads)
         else:
             if args.gamma is not None or args.prescale:
                 raise CLIError("--gamma and --prescale belong to --formulation journal")
             model = OPNB(X, y.to_numpy(), ndim=args.ndim, lam=1e-3 if args.lam is None else args.lam, nbin=nbin,
-                         scale=not args.no_scale)
+                         scale=not args.no_scale, threads=args.threads)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     model.feature_names = tuple(names)
@@ -303,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--nbin", type=int, default=1000)
     f.add_argument("--exact", action="store_true", help="exact kernel sums (R's nbin = NULL)")
     f.add_argument("--no-scale", action="store_true", help="do not scale features to unit sd")
+    f.add_argument("--threads", type=int, help="threads for the fit, -1 for every core (default: "
+                   "PYOPNB_NUM_THREADS, else OMP_NUM_THREADS, else every core); the model does not depend on it")
     f.add_argument("--out", required=True, help="model file, .rds or .json")
     f.set_defaults(func=cmd_fit)
     p = sub.add_parser("predict", help="predict the classes of a CSV file")

@@ -208,3 +208,15 @@ def test_fit_the_journal_formulation(files):
     assert r.returncode == 2 and "--lam and --no-scale belong to --formulation R" in r.stderr
     r = run("fit", "train.csv", "--target", "type", "--gamma", "2", "--out", "x.rds", cwd=tmp)
     assert r.returncode == 2 and "--gamma and --prescale belong to --formulation journal" in r.stderr
+
+
+def test_fit_threads(files):
+    """--threads reaches the fit: the same model on 1 and 3 threads; a bad count is refused."""
+    tmp, _ = files
+    for t in ("1", "3"):
+        r = run("fit", "train.csv", "--target", "type", "--ndim", "2", "--exact", "--threads", t,
+                "--out", f"t{t}.json", cwd=tmp)
+        assert r.returncode == 0, r.stderr
+    assert (tmp / "t1.json").read_text() == (tmp / "t3.json").read_text()
+    r = run("fit", "train.csv", "--target", "type", "--threads", "0", "--out", "t0.json", cwd=tmp)
+    assert r.returncode == 2 and "threads must be a positive integer" in r.stderr
