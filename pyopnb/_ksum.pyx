@@ -847,10 +847,33 @@ cdef inline void _set_grid(Column* col, double lo, double delta, Py_ssize_t nbin
         col.anchors[g] = lo + g * delta
 
 
+cdef inline double _grid_delta(double zmin, double zmax, double eps, Py_ssize_t nbin, double* lo) noexcept nogil:
+    """R's grid of a column: lo = zmin - eps, and the spacing returned, so that
+    nbin points span [zmin - eps, zmax + eps]."""
+    lo[0] = zmin - eps
+    return (zmax + eps - lo[0]) / (nbin - 1)
+
+
+cdef inline void _bin_linear(double* grid, Py_ssize_t g, Py_ssize_t stride, double u, double w) noexcept nogil:
+    """Weight w at fraction u of cell g, split linearly between its grid points
+    (entries g * stride and (g + 1) * stride)."""
+    grid[g * stride] += (1.0 - u) * w
+    grid[(g + 1) * stride] += u * w
+
+
+cdef inline void _grid_motion(double* gz, Py_ssize_t imin, Py_ssize_t imax, double d_lo, double d_delta,
+                              Py_ssize_t nbin) noexcept nogil:
+    """The grid's ends follow z's extremes (lo = zmin - eps, delta = (zmax - zmin
+    + 2 eps) / (nbin - 1)): d/dlo and d/ddelta of the value go to the points at
+    the minimum and the maximum."""
+    gz[imin] += d_lo - d_delta / (nbin - 1)
+    gz[imax] += d_delta / (nbin - 1)
+
+
 cdef int _column_setup(const Problem* P, const double* z, Column* col, int nthr) noexcept nogil:
     """Anchors, evaluation rows and each point's anchor for one column of Z = XV."""
     cdef Py_ssize_t n = P.n, i, q, g
-    cdef double zmin, zmax, lo
+    cdef double zmin, zmax, lo, delta
     if P.mode == EXACT:
         if _argsort(z, n, col.order, col.anchors, nthr):
             return -1
@@ -872,8 +895,8 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col, int nthr)
         if z[i] > zmax:
             zmax = z[i]
     col.G = P.nbin
-    lo = zmin - P.eps
-    _set_grid(col, lo, (zmax + P.eps - lo) / (P.nbin - 1), P.nbin)
+    delta = _grid_delta(zmin, zmax, P.eps, P.nbin, &lo)
+    _set_grid(col, lo, delta, P.nbin)
     for i in range(n):
         g = _grid_cell(z[i], col.lo_grid, col.delta, P.nbin)
         col.bin[i] = g
@@ -939,9 +962,10 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, int grp, 
         for c in range(c0, c1):
             if Wpts != NULL:
                 w = Wpts[i * r + c]
-            col.Wa[g * r + c] += (1.0 - frac) * w
             if mode == LINEAR:
-                col.Wa[(g + 1) * r + c] += frac * w
+                _bin_linear(&col.Wa[c], g, r, frac, w)
+            else:
+                col.Wa[g * r + c] += w
 
 
 cdef int _column_sums(const Problem* P, Column* col, const double* z, int grp, int r,
@@ -1140,9 +1164,7 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col, double* gz
                 imin = i
             if z[i] > z[imax]:
                 imax = i
-        # lo = zmin - eps, delta = (zmax - zmin + 2 eps) / (nbin - 1)
-        gz[imin] += d_lo - d_delta / (P.nbin - 1)
-        gz[imax] += d_delta / (P.nbin - 1)
+        _grid_motion(gz, imin, imax, d_lo, d_delta, P.nbin)
     return 0
 
 
@@ -1685,7 +1707,7 @@ cdef class GridTables:
         cdef Column* col
         cdef int tid, k, bad = 0, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, b, i, i0, i1, g, j
-        cdef double mn, mx, z, frac, wt, lo0
+        cdef double mn, mx, z, frac, wt
         cdef double* pl
         cdef double* ps
         cdef int[:, ::1] cv = self.cells
@@ -1709,10 +1731,7 @@ cdef class GridTables:
                 for b in range(1, nblk):
                     mn = min(mn, zmn[t, b])
                     mx = max(mx, zmx[t, b])
-                # R's grid (as _column_setup's)
-                lo0 = mn - P.eps
-                lov[t] = lo0
-                dv[t] = (mx + P.eps - lo0) / (nbin - 1)
+                dv[t] = _grid_delta(mn, mx, P.eps, nbin, &lov[t])
             # cells, and each block's grid weights: linear binning (the value)
             # and simple (the gradient), whole class weights 1/(n_k h_k)
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
@@ -1731,10 +1750,9 @@ cdef class GridTables:
                     k = P.y[i]
                     wt = P.wcls[k]
                     frac = _cell_frac(z, lov[t], dv[t], g)
-                    pl[g * K + k] += (1.0 - frac) * wt
-                    pl[(g + 1) * K + k] += frac * wt
+                    _bin_linear(&pl[k], g, K, frac, wt)
                     if gradient:
-                        ps[g * K + k] += (1.0 - 0.0) * wt
+                        ps[g * K + k] += wt
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()
                 col = &cols[tid]
@@ -2042,7 +2060,7 @@ cdef class GridTables:
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef const double* pp = &post[0, 0]
-        cdef double u, a, e, d, sv, zmn, zmx, kern, d_lo, d_delta
+        cdef double u, a, e, d, sv, kern, d_lo, d_delta
         cdef double* ed
         kdelta = np.zeros(ndim)
         cdef double[::1] kd = kdelta
@@ -2062,8 +2080,7 @@ cdef class GridTables:
                     for k in range(K):
                         a = (1.0 if P.y[i] == k else 0.0) - pp[i * K + k]
                         e = e + a * (row[K + k] - row[k])
-                        pa[g * K + k] += (1.0 - u) * a
-                        pa[(g + 1) * K + k] += u * a
+                        _bin_linear(&pa[k], g, K, u, a)
                     dv[t, i] = e
             # per column: c = A / f on the grid, its sums with K and with psi
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
@@ -2108,7 +2125,7 @@ cdef class GridTables:
                         imax = i
                 ed[2] = <double> imin
                 ed[3] = <double> imax
-            # lo = zmin - eps, delta = (zmax - zmin + 2 eps) / (nbin - 1): blocks in order
+            # the grid's motion, its blocks' shares added in order
             for t in range(ndim):
                 d_lo = 0.0
                 d_delta = kd[t]
@@ -2122,8 +2139,7 @@ cdef class GridTables:
                         imin = <Py_ssize_t> ed[2]
                     if Zp[t * n + <Py_ssize_t> ed[3]] > Zp[t * n + imax]:
                         imax = <Py_ssize_t> ed[3]
-                dv[t, imin] += d_lo - d_delta / (nbin - 1)
-                dv[t, imax] += d_delta / (nbin - 1)
+                _grid_motion(&dv[t, 0], imin, imax, d_lo, d_delta, nbin)
         if bad:
             raise MemoryError("not enough memory for the kernel-sum tables")
         return dZ

@@ -130,6 +130,8 @@ def block_matmul(A: np.ndarray, B: np.ndarray, threads: int) -> np.ndarray:
     """A @ B for A [m, n], B [n, q] with n large: single-threaded BLAS on the
     blocks of :func:`for_blocks`, their products added in block order, so the
     result does not depend on the thread count. One block is A @ B itself."""
+    if B.shape[0] <= _ROWS:
+        return A @ B  # one block: no change to BLAS's threads on every evaluation
     with blas_single_thread():
         return _sum(for_blocks(B.shape[0], lambda s, e: A[:, s:e] @ B[s:e], threads))
 

@@ -313,12 +313,16 @@ class _Objective:
     def unflat(self, v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
 
-    def _evaluate(self, V: np.ndarray, gradient: bool):
+    def likelihood(self, V: np.ndarray, gradient: bool):
+        """The formulation's l (no penalty) at V, of any number of columns, and its gradient."""
         st = self.setup
         if st.normalised:
-            f, g = evaluate_normalised(V, self.problem, self.nbin, gradient, self.threads, self.ws)
-        else:
-            f, g = evaluate(V, self.problem, self.nbin, st.compat, gradient, self.threads, self.ws)
+            return evaluate_normalised(V, self.problem, self.nbin, gradient, self.threads, self.ws)
+        return evaluate(V, self.problem, self.nbin, st.compat, gradient, self.threads, self.ws)
+
+    def _evaluate(self, V: np.ndarray, gradient: bool):
+        st = self.setup
+        f, g = self.likelihood(V, gradient)
         if st.pen is not None:
             f = f - st.lam * st.pen(V)
             if gradient:
@@ -342,13 +346,13 @@ class _Objective:
         return -F, -G.ravel(order="F")
 
 
-def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional[Workspace] = None,
-                  normalised: bool = False) -> list:
-    """R's column order: forward selection by l (lam = 0, bandwidths 1), ties to the first;
-    ``normalised``: by the journal's objective (V's columns of unit norm).
+def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional[Workspace],
+                  likelihood: Callable[[np.ndarray], float]) -> list:
+    """R's column order: forward selection by l (lam = 0), ties to the first.
 
-    ws: the fit's workspace, if its tables are V's (R's binned objective);
-    the column passes reuse its scratch for the subsets (the others)."""
+    likelihood: the formulation's l of a subset of V's columns. R's binned
+    objective instead reads the subsets' values off the columns' grid tables
+    (ws's, if they are V's)."""
     ndim = V.shape[1]
     chosen: list = []
     remaining = list(range(ndim))
@@ -363,10 +367,7 @@ def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional
         if tables is not None:
             scores = tables.subset_values(chosen, remaining, logprior)
         else:
-            scores = [(evaluate_normalised(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, False, threads, ws)
-                       if normalised else
-                       evaluate(np.ascontiguousarray(V[:, chosen + [j]]), p, nbin, compat, False, threads, ws))[0]
-                      for j in remaining]
+            scores = [likelihood(np.ascontiguousarray(V[:, chosen + [j]])) for j in remaining]
         best = int(np.argmax(scores))  # first of the maxima
         chosen.append(remaining.pop(best))
     return chosen
@@ -528,7 +529,7 @@ def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
         Vopt = Vopt / norms
         norms = np.ones_like(norms)
     # R's binned objective: the workspace now holds Vopt's tables either way
-    order = _greedy_order(Vopt, problem, nbin_v, st.compat, thr, obj.ws, st.normalised)
+    order = _greedy_order(Vopt, problem, nbin_v, st.compat, thr, obj.ws, lambda W: obj.likelihood(W, False)[0])
     Vopt, norms = Vopt[:, order], norms[order]
     h = np.outer(problem.h, 1.0 / norms)
     Vn = Vopt / norms

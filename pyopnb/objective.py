@@ -187,8 +187,13 @@ class Workspace:
 
 
 def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradient: bool,
-             thr: int, ws: Workspace | None = None) -> Tuple[float, np.ndarray | None]:
-    """objective_and_gradient on validated input (a fit validates its data once)."""
+             thr: int, ws: Workspace | None = None, interp: bool = False) -> Tuple[float, np.ndarray | None]:
+    """objective_and_gradient on validated input (a fit validates its data once).
+
+    interp (binned, compat="correct"): each column's log densities at its grid
+    points interpolated linearly at the points, and the exact gradient of
+    that (the journal formulation's binned value), instead of each point's
+    density summed from the binned weights."""
     binned = nb is not None
     Va = np.ascontiguousarray(Va, dtype=np.float64)
     # Z' with R's summation order (see _ksum.project), columns of Z contiguous
@@ -197,9 +202,9 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         ws.Zt = Zt
     logprior = np.log(p.PI)
 
-    if binned and compat == "R":
+    if binned and (compat == "R" or interp):
         # R's binned value and gradient read densities at grid points: per-column tables
-        tables = _tables_for(ws, Va.shape[1], p, nb, gradient, thr, False)
+        tables = _tables_for(ws, Va.shape[1], p, nb, gradient, thr, compat != "R")
         tables.update(Zt)
         value, post = tables.value_and_posteriors(logprior, gradient)
         if not gradient:
@@ -233,20 +238,9 @@ def evaluate_normalised(Va: np.ndarray, p: Problem, nb: int | None, gradient: bo
     if np.any(norms == 0):
         raise ValueError("a column of V is zero: the normalised objective is undefined there")
     Vbar = Va / norms
-    if nb is None:
-        value, gbar = evaluate(Vbar, p, None, "correct", gradient, thr, ws)
-    else:
-        # each column's class log densities on its grid (linear binning, class
-        # bandwidths), interpolated linearly at the points: R's per-column
-        # tables, with a value that moves smoothly with z and its exact gradient
-        Zt = _ksum.project(p.X, np.ascontiguousarray(Vbar), thr, out=None if ws is None else ws.Zt)
-        if ws is not None:
-            ws.Zt = Zt
-        tables = _tables_for(ws, Vbar.shape[1], p, nb, gradient, thr, True)
-        tables.update(Zt)
-        value, post = tables.value_and_posteriors(np.log(p.PI), gradient)
-        value = float(value)
-        gbar = _gradient_in_V(tables.gradient(post), p.X, thr) if gradient else None
+    # binned: each column's class log densities on its grid (class bandwidths)
+    # interpolated at the points, a value that moves smoothly with z
+    value, gbar = evaluate(Vbar, p, nb, "correct", gradient, thr, ws, interp=True)
     if gbar is None:
         return value, None
     return value, (gbar - Vbar * np.sum(Vbar * gbar, axis=0)) / norms
