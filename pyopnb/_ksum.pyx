@@ -77,10 +77,6 @@ def omp_max_threads():
     count itself is decided in pyopnb._threads."""
     return _max_threads()
 
-# Past this many bandwidths, d^m e^-d is formed in log space so that d^m
-# cannot overflow before e^-d underflows.
-cdef double _FAR = 600.0
-
 MAX_ORDER = 62
 
 # binning modes of the OPNB objective
@@ -290,22 +286,28 @@ cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil:
             ker.binom[k * (a + 1) + j] = ker.binom[k * (a + 1) + j - 1] * (k - j + 1) / j
 
 
-cdef inline void _decay(double d, int a, double* t) noexcept nogil:
-    """t[m] = d^m exp(-d) for m = 0..a, d >= 0."""
-    cdef int m
-    cdef double ld
-    if d == 0.0:
-        t[0] = 1.0
-        for m in range(1, a + 1):
-            t[m] = 0.0
-    elif d < _FAR:
-        t[0] = exp(-d)
-        for m in range(1, a + 1):
-            t[m] = t[m - 1] * d
-    else:
-        ld = log(d)
-        for m in range(a + 1):
-            t[m] = exp(m * ld - d)
+cdef extern from "_simd.h" nogil:
+    # t[m] = d^m exp(-d), m = 0..a: one gap of d >= 0 bandwidths
+    void _decay "pyopnb_decay" (double d, int a, double* t)
+    # the same for each of r bandwidths h[c], into t[c (a+1) + m]
+    void _decays "pyopnb_decays" (double dist, const double* h, int r, int a, double* t)
+
+
+def gap_decays(const double[::1] dist, const double[::1] h, int a):
+    """T [m, r, a+1]: d^k exp(-d), d = dist[j] / h[c], as the recursion takes
+    each gap in the class bandwidths h (r > 1 of them) or in one (r = 1)."""
+    cdef Py_ssize_t m = dist.shape[0], j
+    cdef int r = h.shape[0]
+    if r < 1 or a < 0 or a > MAX_ORDER:
+        raise ValueError("need a bandwidth and 0 <= a <= MAX_ORDER")
+    T = np.empty((m, r, a + 1))
+    cdef double[:, :, ::1] tv = T
+    for j in range(m):
+        if r == 1:
+            _decay(dist[j] / h[0], a, &tv[j, 0, 0])
+        else:
+            _decays(dist[j], &h[0], r, a, &tv[j, 0, 0])
+    return T
 
 
 cdef inline void _shift(const double* src, double* dst, int a,
@@ -330,11 +332,12 @@ cdef inline void _shift(const double* src, double* dst, int a,
 
 cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
                    const Py_ssize_t* lo, const double* anchors, Py_ssize_t G,
-                   double h, int a, double* Ldep, double* Rdep) noexcept nogil:
+                   const double* h, bint shared, int a, double* Ldep, double* Rdep) noexcept nogil:
     """Place points that lie between anchors: point i (weights W[i, :r]), with
     lo[i] the last anchor <= pos[i], goes to the left table of the first anchor
     >= pos[i] and to the right table of the last anchor < pos[i], decayed by
-    its distance to each. Tables are [G, r, a+1], zeroed by the caller."""
+    its distance to each (in the bandwidth of each weight column, see
+    _recurse). Tables are [G, r, a+1], zeroed by the caller."""
     cdef Py_ssize_t i, g, gl, gr
     for i in range(n):
         g = lo[i]
@@ -343,61 +346,73 @@ cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
         else:
             gl, gr = g + 1, g
         if gl < G:
-            _add_decayed((anchors[gl] - pos[i]) / h, a, &W[i * r], r, &Ldep[gl * r * (a + 1)])
+            _add_decayed(anchors[gl] - pos[i], h, shared, a, &W[i * r], r, &Ldep[gl * r * (a + 1)])
         if gr >= 0:
-            _add_decayed((pos[i] - anchors[gr]) / h, a, &W[i * r], r, &Rdep[gr * r * (a + 1)])
+            _add_decayed(pos[i] - anchors[gr], h, shared, a, &W[i * r], r, &Rdep[gr * r * (a + 1)])
 
 
-cdef inline void _add_decayed(double d, int a, const double* w, int r, double* entry) noexcept nogil:
-    """entry[c, k] += w[c] d^k e^-d: weights placed d bandwidths from a table's anchor."""
+cdef inline void _add_decayed(double dist, const double* h, bint shared, int a, const double* w, int r,
+                              double* entry) noexcept nogil:
+    """entry[c, k] += w[c] d^k e^-d, d = dist / h[c] (h[0] for every c when
+    shared): weights placed dist from a table's anchor."""
     cdef int c, k
     cdef double t[64]
-    _decay(d, a, t)
+    if shared:
+        _decay(dist / h[0], a, t)
     for c in range(r):
+        if not shared:
+            _decay(dist / h[c], a, t)
         for k in range(a + 1):
             entry[c * (a + 1) + k] += w[c] * t[k]
 
 
-cdef int _recurse(const double* anchors, Py_ssize_t G, int r, double h, int a,
+cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, bint shared, int a,
                   const double* binom, const double* Ldep, int dep_a1, double* Lincl,
-                  double* R, bint on_anchor, int nthr) noexcept nogil:
+                  double* R, double* T, bint on_anchor, int nthr) noexcept nogil:
     """The recursion. Forward: Lincl[g] = shift(Lincl[g-1]) + Ldep[g].
     Backward: R[g] += shift(R[g+1]) (R holds the right deposits), or, with
     on_anchor, R[g] = shift(R[g+1] + Ldep[g+1]).
 
+    Weight column c has bandwidth h[c], or h[0] for all when shared (every
+    R fit): then each gap has one decay row, T [G, a+1]; otherwise a row per
+    column, T [G, r, a+1]. Either way the classes go through one pass over
+    the anchors, so class bandwidths cost only their exponentials.
     Ldep[g, c, k] is Ldep[(g r + c) dep_a1 + k], and 0 for k >= dep_a1: with
     dep_a1 = 1 it is just the weights sitting on the anchors (order 0).
     on_anchor: every sample sits on an anchor, so a point's right-table entry
     is its own weight shifted one gap left, and R needs no deposits (nor
     zeroing). Each gap's decay is computed once (on nthr threads); the two
     passes then run side by side when nthr > 1.
-    Returns -1 when out of memory.
     """
     cdef Py_ssize_t g
     cdef int part
     cdef int a1 = a + 1
-    cdef double* T
     if G == 0:
-        return 0
-    T = <double*> _alloc(G * a1 * sizeof(double))
-    if T == NULL:
-        return -1
-    for g in prange(1, G, num_threads=nthr, schedule="static"):
-        _decay((anchors[g] - anchors[g - 1]) / h, a, &T[g * a1])
+        return
+    if shared:
+        for g in prange(1, G, num_threads=nthr, schedule="static"):
+            _decay((anchors[g] - anchors[g - 1]) / h[0], a, &T[g * a1])
+    else:
+        for g in prange(1, G, num_threads=nthr, schedule="static"):
+            _decays(anchors[g] - anchors[g - 1], h, r, a, &T[g * r * a1])
     for part in prange(2, num_threads=min(2, nthr), schedule="static"):
         if part == 0:
-            _forward(G, r, a, binom, T, Ldep, dep_a1, Lincl)
+            _forward(G, r, a, binom, T, shared, Ldep, dep_a1, Lincl)
         else:
-            _backward(G, r, a, binom, T, Ldep, dep_a1, R, on_anchor)
-    free(T)
-    return 0
+            _backward(G, r, a, binom, T, shared, Ldep, dep_a1, R, on_anchor)
 
 
 cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int c, int k) noexcept nogil:
     return dep[(g * r + c) * dep_a1 + k] if k < dep_a1 else 0.0
 
 
-cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double* T,
+cdef inline const double* _gap_decay(const double* T, Py_ssize_t g, int c, int r, int a1,
+                                   bint shared) noexcept nogil:
+    """Gap g's decay row for weight column c (see _recurse)."""
+    return &T[g * a1] if shared else &T[(g * r + c) * a1]
+
+
+cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double* T, bint shared,
                    const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
     cdef Py_ssize_t g
     cdef int c, k
@@ -409,12 +424,12 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
             Lincl[c * a1 + k] = _dep(Ldep, dep_a1, 0, r, c, k)
     for g in range(1, G):
         for c in range(r):
-            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, &T[g * a1], binom)
+            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_decay(T, g, c, r, a1, shared), binom)
             for k in range(a1):
                 Lincl[g * row + c * a1 + k] = buf[k] + _dep(Ldep, dep_a1, g, r, c, k)
 
 
-cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const double* T,
+cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const double* T, bint shared,
                     const double* Ldep, int dep_a1, double* R, bint on_anchor) noexcept nogil:
     cdef Py_ssize_t g
     cdef int c, k
@@ -428,8 +443,8 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
             R[(G - 1) * row + k] = 0.0
     g = G - 2
     while g >= 0:
-        t = &T[(g + 1) * a1]
         for c in range(r):
+            t = _gap_decay(T, g + 1, c, r, a1, shared)
             if on_anchor:
                 for k in range(a1):
                     inc[k] = R[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
@@ -461,12 +476,35 @@ cdef inline double _logaddexp(double u, double v) noexcept nogil:
     return v + log1p(exp(u - v))
 
 
+cdef inline void _point_decays(double rawl, double rawr, double h, int a, bint hasL, bint hasR,
+                               bint onanchor, bint logS, double* dl, double* dr, double* tl,
+                               double* tr) noexcept nogil:
+    """An evaluation point's distances to its anchors in bandwidth h (rawl to
+    the left one, rawr to the right one) and their decays (or just powers
+    for sums kept in log space)."""
+    if hasL:
+        dl[0] = rawl / h
+        if logS:
+            _powers(dl[0], a, tl)
+        else:
+            _decay(dl[0], a, tl)
+    if hasR and not onanchor:
+        dr[0] = rawr / h
+        if logS:
+            _powers(dr[0], a, tr)
+        else:
+            _decay(dr[0], a, tr)
+    elif onanchor:
+        dr[0] = 0.0
+
+
 cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                     const Py_ssize_t* outrow,
-                    const double* anchors, Py_ssize_t G, int r, double h, const Kernel* ker,
-                    const double* Ldep, int dep_a1, const double* Lincl, const double* Rexcl,
-                    double* S, double* D, bint logS) noexcept nogil:
-    """S[row, c] = ksum and D[row, c] = dksum at e[j], row = outrow[j] (j if NULL).
+                    const double* anchors, Py_ssize_t G, int r, const double* h, bint shared,
+                    const Kernel* ker, const double* Ldep, int dep_a1, const double* Lincl,
+                    const double* Rexcl, double* S, double* D, bint logS) noexcept nogil:
+    """S[row, c] = ksum and D[row, c] = dksum at e[j], row = outrow[j] (j if NULL),
+    weight column c in bandwidth h[c] (h[0] when shared).
 
     lo[j] is the last anchor <= e[j] (-1 if none). An evaluation point that is
     not an anchor must have no sample strictly between its two anchors (true
@@ -482,51 +520,49 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
     cdef Py_ssize_t row = r * a1
     cdef double tl[64]
     cdef double tr[64]
-    cdef double Lv[64]
-    cdef double Rv[64]
+    cdef double Lbuf[64]
+    cdef double Rbuf[64]
     cdef double inc[64]
-    cdef bint hasL, hasR, onanchor
-    cdef double s, dd, dl = 0.0, dr = 0.0, sr
+    cdef double zero[64]
+    cdef const double* Lv
+    cdef const double* Rv
+    cdef bint hasL, hasR, onanchor, moved
+    cdef double s, dd, dl = 0.0, dr = 0.0, sr, rawl = 0.0, rawr = 0.0
+    for k in range(a1):
+        zero[k] = 0.0
     for j in range(m):
         g = lo[j]
         o = outrow[j] if outrow != NULL else j
         hasL = g >= 0
         onanchor = hasL and e[j] == anchors[g]
         hasR = onanchor or g + 1 < G
-        if hasL:
-            dl = (e[j] - anchors[g]) / h
-            if logS:
-                _powers(dl, a, tl)
-            else:
-                _decay(dl, a, tl)
-        if hasR and not onanchor:
-            dr = (anchors[g + 1] - e[j]) / h
-            if logS:
-                _powers(dr, a, tr)
-            else:
-                _decay(dr, a, tr)
-        elif onanchor:
-            dr = 0.0
+        rawl = e[j] - anchors[g] if hasL else 0.0
+        rawr = anchors[g + 1] - e[j] if hasR and not onanchor else 0.0
+        # a point on its anchor (every exact sum at the sample) reads the
+        # tables as they are, whatever the bandwidth
+        moved = rawl != 0.0 or rawr != 0.0
+        if shared or not moved:
+            _point_decays(rawl, rawr, h[0], a, hasL, hasR, onanchor, logS, &dl, &dr, tl, tr)
         for c in range(r):
+            if moved and not shared:
+                _point_decays(rawl, rawr, h[c], a, hasL, hasR, onanchor, logS, &dl, &dr, tl, tr)
             if hasL and dl == 0.0:
-                for k in range(a1):
-                    Lv[k] = Lincl[g * row + c * a1 + k]
+                Lv = &Lincl[g * row + c * a1]
             elif hasL:
-                _shift(&Lincl[g * row + c * a1], Lv, a, tl, ker.binom)
+                _shift(&Lincl[g * row + c * a1], Lbuf, a, tl, ker.binom)
+                Lv = Lbuf
             else:
-                for k in range(a1):
-                    Lv[k] = 0.0
+                Lv = zero
             if onanchor:
-                for k in range(a1):
-                    Rv[k] = Rexcl[g * row + c * a1 + k]
+                Rv = &Rexcl[g * row + c * a1]
             elif hasR:
                 # points >= anchor g+1: its exclusive table plus what sits on it
                 for k in range(a1):
                     inc[k] = Rexcl[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
-                _shift(inc, Rv, a, tr, ker.binom)
+                _shift(inc, Rbuf, a, tr, ker.binom)
+                Rv = Rbuf
             else:
-                for k in range(a1):
-                    Rv[k] = 0.0
+                Rv = zero
             if S != NULL and logS:
                 s = 0.0
                 sr = 0.0
@@ -551,50 +587,50 @@ cdef struct Tables:
     double* Ldep
     double* Lincl
     double* R
+    double* T       # each gap's decays (see _recurse)
 
 
-cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint deposits=True) noexcept nogil:
+cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint shared, bint deposits=True) noexcept nogil:
     # deposit tables only for points between anchors (weights on anchors need none)
     tb.Ldep = <double*> _alloc(G * r * a1 * sizeof(double)) if deposits else NULL
     tb.Lincl = <double*> _alloc(G * r * a1 * sizeof(double))
     tb.R = <double*> _alloc(G * r * a1 * sizeof(double))
-    if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL:
+    tb.T = <double*> _alloc(G * (1 if shared else r) * a1 * sizeof(double))
+    if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL or tb.T == NULL:
         return -1
     return 0
 
 
 cdef void _tables_free(Tables* tb) noexcept nogil:
-    free(tb.Ldep); free(tb.Lincl); free(tb.R)
-    tb.Ldep = NULL; tb.Lincl = NULL; tb.R = NULL
+    free(tb.Ldep); free(tb.Lincl); free(tb.R); free(tb.T)
+    memset(tb, 0, sizeof(Tables))
 
 
-cdef int _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
-                          double h, const Kernel* ker, Tables* tb,
+cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
+                          const double* h, bint shared, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                           const Py_ssize_t* outrow, double* S, double* D, bint logS, int nthr) noexcept nogil:
-    """Sums of weights Wa [G, r] sitting on the anchors, at m evaluation points,
-    on nthr threads. (The weights serve as the left deposits directly: no
-    table to fill.)"""
-    if _recurse(anchors, G, r, h, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, True, nthr):
-        return -1
-    _evaluate_chunks(e, lo, m, outrow, anchors, G, r, h, ker, Wa, 1, tb, S, D, logS, nthr)
-    return 0
+    """Sums of weights Wa [G, r] sitting on the anchors (column c in bandwidth
+    h[c], or h[0] when shared), at m evaluation points, on nthr threads. (The
+    weights serve as the left deposits directly: no table to fill.)"""
+    _recurse(anchors, G, r, h, shared, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, tb.T, True, nthr)
+    _evaluate_chunks(e, lo, m, outrow, anchors, G, r, h, shared, ker, Wa, 1, tb, S, D, logS, nthr)
 
 
 cdef void _evaluate_chunks(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                            const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
-                           double h, const Kernel* ker, const double* dep, int dep_a1, const Tables* tb,
-                           double* S, double* D, bint logS, int nthr) noexcept nogil:
+                           const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
+                           const Tables* tb, double* S, double* D, bint logS, int nthr) noexcept nogil:
     """_evaluate over chunks of points on nthr threads (points are independent)."""
     cdef Py_ssize_t chunk = max(1024, (m + 4 * nthr - 1) // (4 * nthr)), nch = (m + chunk - 1) // chunk, c0, s0, len0
     for c0 in prange(nch, num_threads=nthr, schedule="static"):
         s0 = c0 * chunk
         len0 = min(chunk, m - s0)
         if outrow != NULL:
-            _evaluate(e + s0, lo + s0, len0, outrow + s0, anchors, G, r, h, ker, dep, dep_a1, tb.Lincl, tb.R,
-                      S, D, logS)
+            _evaluate(e + s0, lo + s0, len0, outrow + s0, anchors, G, r, h, shared, ker, dep, dep_a1,
+                      tb.Lincl, tb.R, S, D, logS)
         else:
-            _evaluate(e + s0, lo + s0, len0, NULL, anchors, G, r, h, ker, dep, dep_a1, tb.Lincl, tb.R,
+            _evaluate(e + s0, lo + s0, len0, NULL, anchors, G, r, h, shared, ker, dep, dep_a1, tb.Lincl, tb.R,
                       S + s0 * r if S != NULL else NULL, D + s0 * r if D != NULL else NULL, logS)
 
 
@@ -649,7 +685,7 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef double* es = anchors if at_x else <double*> _alloc(m * sizeof(double))
     cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
     with nogil:
-        if (_tables_alloc(&tb, n, r, a1, False) or order == NULL or anchors == NULL or Wa == NULL
+        if (_tables_alloc(&tb, n, r, a1, True, False) or order == NULL or anchors == NULL or Wa == NULL
                 or eorder == NULL or es == NULL or lo == NULL or _argsort(&x[0], n, order, anchors, nthr)):
             bad = 1
         else:
@@ -668,9 +704,8 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                     while q + 1 < n and anchors[q + 1] <= es[j]:
                         q += 1
                     lo[j] = q
-            if not bad and _sums_on_anchors(anchors, n, Wa, r, h, &ker, &tb, es, lo, m, eorder,
-                                            Sp, Dp, log_S, nthr):
-                bad = 1
+            if not bad:
+                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, es, lo, m, eorder, Sp, Dp, log_S, nthr)
     _tables_free(&tb)
     if not at_x:
         free(eorder); free(es)
@@ -702,7 +737,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     cdef Tables tb
     cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
     with nogil:
-        if _tables_alloc(&tb, G, r, ker.a + 1, False) or lo == NULL:
+        if _tables_alloc(&tb, G, r, ker.a + 1, True, False) or lo == NULL:
             bad = 1
         else:
             for j in range(m):
@@ -719,9 +754,8 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
                 while g + 1 < G and grid[g + 1] <= e[j]:
                     g += 1
                 lo[j] = g
-            if _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, h, &ker, &tb, &e[0], lo, m,
-                                NULL, Sp, Dp, False, max(1, num_threads)):
-                bad = 1
+            _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, &h, True, &ker, &tb, &e[0], lo, m,
+                             NULL, Sp, Dp, False, max(1, num_threads))
     _tables_free(&tb)
     free(lo)
     if bad:
@@ -736,13 +770,9 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
 cdef struct Problem:
     Py_ssize_t n
     int K
-    int ngroup
     const int* y            # class codes 0..K-1
-    const int* gof          # group of each class
-    const int* cof          # column of each class within its group
-    const int* gsize        # classes per group
-    const int* kat          # class at column c of group j: kat[(sizes of groups < j) + c]
-    const double* gh        # bandwidth of each group
+    const double* h         # bandwidth of each class
+    bint shared             # one bandwidth for every class (every R fit): one decay per gap
     const double* wcls      # 1 / (n_k h_k)
     int mode                # EXACT, SIMPLE or LINEAR
     bint at_anchor          # densities read at the point's grid point (R's binned) or at the point
@@ -752,7 +782,7 @@ cdef struct Problem:
 
 
 cdef struct Column:
-    # scratch for one column, sized for the largest group
+    # scratch for one column; weights and sums [., K] in class order
     Py_ssize_t G            # anchors in use
     double* anchors         # G
     Py_ssize_t* order       # n: points in increasing z (EXACT)
@@ -762,21 +792,18 @@ cdef struct Column:
     const double* ev        # position of each evaluation row: the anchors, or the column's z (not owned)
     Py_ssize_t* evlo        # max(n, G): last anchor <= that position
     Py_ssize_t* row         # n: the evaluation row that gives point i its values
-    double* Wa              # G x rmax: weights on the anchors
-    double* Wpts            # n x K: the c weights of every class, in class order
-    double* Wg              # n x rmax: one group's c weights (Wpts itself with one group)
+    double* Wa              # G x K: weights on the anchors
+    double* Wpts            # n x K: the c weights of every class
     Py_ssize_t* ident       # max(n, G): 0, 1, 2, ...
     Tables tb
-    double* S               # max(n, G) x rmax: one group's sums
+    double* S               # max(n, G) x K: every class's sums
     double* D
-    double* SK              # max(n, G) x K: every class's sums in class order (S itself with one group)
-    double* DK
     double lo_grid
     double delta
 
 
-cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_ssize_t nbin, int rmax,
-                       int K, int ngroup, int a1, bint points) noexcept nogil:
+cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_ssize_t nbin,
+                       int K, bint shared, int a1, bint points) noexcept nogil:
     # anchors: the points (exact) or the grid; evaluation rows: the points,
     # or the grid when R reads densities at grid points. Sized to what the
     # mode uses: a binned fit at n = 1e6 needs grid-sized tables only.
@@ -786,7 +813,6 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
     cdef Py_ssize_t M = nbin if (mode != EXACT and at_anchor) else n
     cdef Py_ssize_t N = M if M > G else G
     cdef Py_ssize_t npt = n if points else 0
-    cdef bint one = ngroup == 1
     memset(col, 0, sizeof(Column))
     col.anchors = <double*> _alloc(G * sizeof(double))
     col.order = <Py_ssize_t*> _alloc(npt * sizeof(Py_ssize_t))
@@ -794,19 +820,16 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
     col.lo = <Py_ssize_t*> _alloc(npt * sizeof(Py_ssize_t))
     col.row = <Py_ssize_t*> _alloc(npt * sizeof(Py_ssize_t))
     col.evlo = <Py_ssize_t*> _alloc(N * sizeof(Py_ssize_t))
-    col.Wa = <double*> _alloc(G * rmax * sizeof(double))
+    col.Wa = <double*> _alloc(G * K * sizeof(double))
     col.Wpts = <double*> _alloc(npt * K * sizeof(double))
-    col.Wg = col.Wpts if one else <double*> _alloc(npt * rmax * sizeof(double))
     col.ident = <Py_ssize_t*> _alloc(N * sizeof(Py_ssize_t))
-    col.S = <double*> _alloc(N * rmax * sizeof(double))
-    col.D = <double*> _alloc(N * rmax * sizeof(double))
-    col.SK = col.S if one else <double*> _alloc(N * K * sizeof(double))
-    col.DK = col.D if one else <double*> _alloc(N * K * sizeof(double))
+    col.S = <double*> _alloc(N * K * sizeof(double))
+    col.D = <double*> _alloc(N * K * sizeof(double))
     # deposit tables only where points lie between anchors: the exact binned gradient
-    if (_tables_alloc(&col.tb, G, rmax, a1, mode == LINEAR and not at_anchor) or col.anchors == NULL
+    if (_tables_alloc(&col.tb, G, K, a1, shared, mode == LINEAR and not at_anchor) or col.anchors == NULL
             or col.order == NULL or col.bin == NULL or col.lo == NULL or col.row == NULL
-            or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL or col.Wg == NULL
-            or col.ident == NULL or col.S == NULL or col.D == NULL or col.SK == NULL or col.DK == NULL):
+            or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL
+            or col.ident == NULL or col.S == NULL or col.D == NULL):
         return -1
     cdef Py_ssize_t i
     for i in range(N):
@@ -815,12 +838,6 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
 
 
 cdef void _column_free(Column* col) noexcept nogil:
-    if col.Wg != col.Wpts:
-        free(col.Wg)
-    if col.SK != col.S:
-        free(col.SK)
-    if col.DK != col.D:
-        free(col.DK)
     free(col.anchors); free(col.order); free(col.bin); free(col.lo); free(col.row)
     free(col.evlo); free(col.Wa); free(col.Wpts); free(col.ident); free(col.S); free(col.D)
     _tables_free(&col.tb)
@@ -924,95 +941,54 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col, int nthr)
     return 0
 
 
-cdef void _bin_weights(const Problem* P, Column* col, const double* z, int grp, int r,
-                       const double* Wpts, int mode) noexcept nogil:
-    """col.Wa [G, r]: the points' weights moved onto the anchors.
+cdef void _bin_weights(const Problem* P, Column* col, const double* z, const double* Wpts,
+                       int mode) noexcept nogil:
+    """col.Wa [G, K]: the points' weights moved onto the anchors.
 
-    Wpts [n, r], or NULL for the group's class weights: point i weighs
-    1/(n_k h_k) in the column of its class k (if k is in the group), so only
-    one column per point is touched.
+    Wpts [n, K], or NULL for the class weights: point i weighs 1/(n_k h_k)
+    in the column of its class k, so only one column per point is touched.
     """
     cdef Py_ssize_t i, q, g
-    cdef int c, k, c0 = 0, c1 = r
+    cdef int c, k, K = P.K, c0 = 0, c1 = P.K
     cdef double frac, w = 0.0
     if mode == EXACT:
         if Wpts == NULL:
-            memset(col.Wa, 0, col.G * r * sizeof(double))
+            memset(col.Wa, 0, col.G * K * sizeof(double))
         for q in range(P.n):
             i = col.order[q]
             if Wpts == NULL:
                 k = P.y[i]
-                if P.gof[k] == grp:
-                    col.Wa[q * r + P.cof[k]] = P.wcls[k]
+                col.Wa[q * K + k] = P.wcls[k]
             else:
-                for c in range(r):
-                    col.Wa[q * r + c] = Wpts[i * r + c]
+                for c in range(K):
+                    col.Wa[q * K + c] = Wpts[i * K + c]
         return
-    memset(col.Wa, 0, col.G * r * sizeof(double))
+    memset(col.Wa, 0, col.G * K * sizeof(double))
     for i in range(P.n):
         g = col.bin[i]
         if Wpts == NULL:
-            k = P.y[i]
-            if P.gof[k] != grp:
-                continue
-            c0 = P.cof[k]
+            c0 = P.y[i]
             c1 = c0 + 1
-            w = P.wcls[k]
+            w = P.wcls[c0]
         frac = (z[i] - col.lo_grid) / col.delta - g if mode == LINEAR else 0.0
         for c in range(c0, c1):
             if Wpts != NULL:
-                w = Wpts[i * r + c]
+                w = Wpts[i * K + c]
             if mode == LINEAR:
-                _bin_linear(&col.Wa[c], g, r, frac, w)
+                _bin_linear(&col.Wa[c], g, K, frac, w)
             else:
-                col.Wa[g * r + c] += w
+                col.Wa[g * K + c] += w
 
 
-cdef int _column_sums(const Problem* P, Column* col, const double* z, int grp, int r,
-                      const double* Wpts, bint want_S, int nthr) noexcept nogil:
-    """Kernel sums of the group's point weights Wpts [n, r] (NULL: the class
-    weights) at the column's evaluation rows (col.S, col.D [m, r]; point i is
-    row col.row[i])."""
-    _bin_weights(P, col, z, grp, r, Wpts, P.mode)
-    return _sums_on_anchors(col.anchors, col.G, col.Wa, r, P.gh[grp], &P.ker, &col.tb,
-                            col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL, col.D, False, nthr)
-
-
-cdef void _to_classes(const Problem* P, const double* src, Py_ssize_t m, int r, int off,
-                      double* dst) noexcept nogil:
-    """dst[j, kat[off + c]] = src[j, c]: a group's [m, r] sums into class order [m, K]."""
-    cdef Py_ssize_t j
-    cdef int c
-    for j in range(m):
-        for c in range(r):
-            dst[j * P.K + P.kat[off + c]] = src[j * r + c]
-
-
-cdef void _group_weights(const Problem* P, Column* col, int off, int r) noexcept nogil:
-    """col.Wg [n, r]: the c weights of the group's classes (with one group, Wpts is Wg)."""
-    cdef Py_ssize_t i
-    cdef int c
-    if col.Wg == col.Wpts:
-        return
-    for i in range(P.n):
-        for c in range(r):
-            col.Wg[i * r + c] = col.Wpts[i * P.K + P.kat[off + c]]
-
-
-cdef int _column_dens(const Problem* P, const double* z, Column* col, bint want_D, int nthr) noexcept nogil:
-    """col.SK (and col.DK) [m, K]: every class's f_kt (and kernel derivative
-    sums) at the column's evaluation rows."""
-    cdef int grp, r, off = 0
-    for grp in range(P.ngroup):
-        r = P.gsize[grp]
-        if _column_sums(P, col, z, grp, r, NULL, True, nthr):
-            return -1
-        if P.ngroup > 1:
-            _to_classes(P, col.S, col.m, r, off, col.SK)
-            if want_D:
-                _to_classes(P, col.D, col.m, r, off, col.DK)
-        off = off + r
-    return 0
+cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
+                      bint want_S, bint want_D, int nthr) noexcept nogil:
+    """Kernel sums of the point weights Wpts [n, K] (NULL: the class weights),
+    each class's column in its bandwidth, at the column's evaluation rows
+    (col.S, col.D [m, K]; point i is row col.row[i])."""
+    _bin_weights(P, col, z, Wpts, P.mode)
+    _sums_on_anchors(col.anchors, col.G, col.Wa, P.K, P.h, P.shared, &P.ker, &col.tb,
+                            col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL,
+                            col.D if want_D else NULL, False, nthr)
 
 
 cdef void _add_logs(const Problem* P, Column* cols, int w, Py_ssize_t t0, int nslot, double* parts,
@@ -1029,14 +1005,14 @@ cdef void _add_logs(const Problem* P, Column* cols, int w, Py_ssize_t t0, int ns
     cdef double* dst
     cdef double* sk
     for it in prange(w * nch, num_threads=nthr, schedule='static'):
-        sk = cols[it // nch].SK
+        sk = cols[it // nch].S
         j0 = (it % nch) * chunk
         j1 = min(mK, j0 + chunk)
         for j in range(j0, j1):
             sk[j] = log(sk[j])
     for i in prange(n, num_threads=nthr, schedule='static'):
         for c in range(w):
-            src = &cols[c].SK[cols[c].row[i] * K]
+            src = &cols[c].S[cols[c].row[i] * K]
             dst = &parts[(((t0 + c) % nslot) * n + i) * K]
             for k in range(K):
                 dst[k] = dst[k] + src[k]
@@ -1046,7 +1022,7 @@ cdef extern from "_simd.h" nogil:
     void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
                             Py_ssize_t nd, double* zt, Py_ssize_t n)
     double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
-                             int y, int K, double gh)
+                             int y, int K, const double* h, bint shared)
 
 
 cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const double* post,
@@ -1057,45 +1033,31 @@ cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const
     class k is hundreds of bandwidths away: then P_ik = 0 too and every kernel
     term this weight meets is 0."""
     cdef Py_ssize_t n = P.n, i, o
-    cdef int c, k, grp, K = P.K
+    cdef int c, k, K = P.K
     cdef Column* col
-    cdef double g, f, pk
     for i in prange(n, num_threads=nthr, schedule='static'):
         for c in range(w):
             col = &cols[c]
             o = col.row[i] * K
-            if P.ngroup == 1:
-                # one bandwidth for all classes (every R fit): column c is class c
-                for k in range(K):
-                    col.Wpts[i * K + k] = 0.0
-                gz0[c * n + i] = pyopnb_grad_point(&col.SK[o], &col.DK[o], &col.Wpts[i * K], &post[i * K],
-                                                   P.y[i], K, P.gh[0])
-                continue
-            g = 0.0
-            for grp in range(P.ngroup):
-                for k in range(K):
-                    if P.gof[k] != grp:
-                        continue
-                    f = col.SK[o + k]
-                    pk = ((1.0 if P.y[i] == k else 0.0) - post[i * K + k]) / f if f > 0.0 else 0.0
-                    col.Wpts[i * K + k] = pk
-                    g = g - pk * col.DK[o + k] / P.gh[grp]
-            gz0[c * n + i] = g
+            for k in range(K):
+                col.Wpts[i * K + k] = 0.0
+            gz0[c * n + i] = pyopnb_grad_point(&col.S[o], &col.D[o], &col.Wpts[i * K], &post[i * K],
+                                               P.y[i], K, P.h, P.shared)
 
 
 cdef void _sample_terms(const Problem* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
     """Point i as a sample point in the wave's columns: gz[c, i] -= the
     derivative of its class's weight, from the kernel sums of the c weights
-    (col.DK at the point's row)."""
+    (col.D at the point's row)."""
     cdef Py_ssize_t n = P.n, i
     cdef int c, k
     for i in prange(n, num_threads=nthr, schedule='static'):
         k = P.y[i]
         for c in range(w):
-            gz0[c * n + i] -= P.wcls[k] / P.gh[P.gof[k]] * cols[c].DK[cols[c].row[i] * P.K + k]
+            gz0[c * n + i] -= P.wcls[k] / P.h[k] * cols[c].D[cols[c].row[i] * P.K + k]
 
 
-cdef int _column_grad(const Problem* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
+cdef void _column_grad(const Problem* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
     """The sample-point part of gz = n * d l / d z_t for this column, after
     _point_terms (see the paper's T1, T2).
 
@@ -1103,69 +1065,53 @@ cdef int _column_grad(const Problem* P, const double* z, Column* col, double* gz
       - sum_k c_ik D_k(z_i) / h_k            (point i as an evaluation point: _point_terms)
       + d/dz_i of the class-y_i weights      (point i as a sample point)
     The second is a kernel sum of the c weights: read at the point's anchor for
-    exact and R's simple binning (into col.DK here, subtracted by
+    exact and R's simple binning (into col.D here, subtracted by
     _sample_terms); for linear binning it acts through the binning fractions
     and the grid's ends (min and max of z), added to gz here.
     """
-    cdef Py_ssize_t n = P.n, i, g, G, imin, imax
-    cdef int grp, k, r, c, off = 0
-    cdef double h, d_lo, d_delta, gam, b, u
+    cdef Py_ssize_t n = P.n, i, g, G = col.G, imin, imax
+    cdef int k, c, K = P.K, a1 = P.ker.a + 1
+    cdef double d_lo, d_delta, gam, b, u
+    if P.mode != LINEAR:
+        _column_sums(P, col, z, col.Wpts, False, True, nthr)
+        return
+    # Phi (ksum) and Psi (dksum) of the c weights at the grid points,
+    # from the points where they really are.
+    memset(col.tb.Ldep, 0, G * K * a1 * sizeof(double))
+    memset(col.tb.R, 0, G * K * a1 * sizeof(double))
+    _deposit(z, col.Wpts, n, K, col.lo, col.anchors, G, P.h, P.shared, P.ker.a, col.tb.Ldep, col.tb.R)
+    _recurse(col.anchors, G, K, P.h, P.shared, P.ker.a, P.ker.binom, col.tb.Ldep, a1,
+             col.tb.Lincl, col.tb.R, col.tb.T, False, nthr)
+    _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
+              col.tb.Ldep, a1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
+    # class weights binned, for the grid-motion term
+    _bin_weights(P, col, z, NULL, LINEAR)
+    # gamma_g = d(nl)/dG_g with binning fractions fixed
     d_lo = 0.0
     d_delta = 0.0
-    for grp in range(P.ngroup):
-        r = P.gsize[grp]
-        h = P.gh[grp]
-        _group_weights(P, col, off, r)
-        if P.mode != LINEAR:
-            if _column_sums(P, col, z, grp, r, col.Wg, False, nthr):
-                return -1
-            if P.ngroup > 1:
-                _to_classes(P, col.D, col.m, r, off, col.DK)
-            off = off + r
-            continue
-        # Phi (ksum) and Psi (dksum) of the c weights at the grid points,
-        # from the points where they really are.
-        G = col.G
-        memset(col.tb.Ldep, 0, G * r * (P.ker.a + 1) * sizeof(double))
-        memset(col.tb.R, 0, G * r * (P.ker.a + 1) * sizeof(double))
-        _deposit(z, col.Wg, n, r, col.lo, col.anchors, G, h, P.ker.a, col.tb.Ldep, col.tb.R)
-        if _recurse(col.anchors, G, r, h, P.ker.a, P.ker.binom, col.tb.Ldep, P.ker.a + 1,
-                    col.tb.Lincl, col.tb.R, False, nthr):
-            return -1
-        _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, r, h, &P.ker,
-                  col.tb.Ldep, P.ker.a + 1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
-        # bin weights of the group's classes, for the grid-motion term
-        _bin_weights(P, col, z, grp, r, NULL, LINEAR)
-        # gamma_g = d(nl)/dG_g with binning fractions fixed
-        for g in range(G):
-            gam = 0.0
-            for c in range(r):
-                gam -= col.Wa[g * r + c] * col.D[g * r + c] / h
-            d_lo += gam
-            d_delta += g * gam
-        # beta_i = d(nl)/du_i with the grid fixed: through the fractions
-        for i in range(n):
-            k = P.y[i]
-            if P.gof[k] != grp:
-                continue
-            c = P.cof[k]
-            g = col.bin[i]
-            b = P.wcls[k] * (col.S[(g + 1) * r + c] - col.S[g * r + c])
-            gz[i] += b / col.delta
-            u = (z[i] - col.lo_grid) / col.delta
-            d_lo -= b / col.delta
-            d_delta -= u * b / col.delta
-        off = off + r
-    if P.mode == LINEAR:
-        imin = 0
-        imax = 0
-        for i in range(1, n):
-            if z[i] < z[imin]:
-                imin = i
-            if z[i] > z[imax]:
-                imax = i
-        _grid_motion(gz, imin, imax, d_lo, d_delta, P.nbin)
-    return 0
+    for g in range(G):
+        gam = 0.0
+        for c in range(K):
+            gam -= col.Wa[g * K + c] * col.D[g * K + c] / P.h[c]
+        d_lo += gam
+        d_delta += g * gam
+    # beta_i = d(nl)/du_i with the grid fixed: through the fractions
+    for i in range(n):
+        k = P.y[i]
+        g = col.bin[i]
+        b = P.wcls[k] * (col.S[(g + 1) * K + k] - col.S[g * K + k])
+        gz[i] += b / col.delta
+        u = (z[i] - col.lo_grid) / col.delta
+        d_lo -= b / col.delta
+        d_delta -= u * b / col.delta
+    imin = 0
+    imax = 0
+    for i in range(1, n):
+        if z[i] < z[imin]:
+            imin = i
+        if z[i] > z[imax]:
+            imax = i
+    _grid_motion(gz, imin, imax, d_lo, d_delta, P.nbin)
 
 
 # Reductions over the columns go through this many slots (column t into slot
@@ -1192,71 +1138,37 @@ cdef class _Work:
     cdef Problem P
     cdef int nthr
     cdef int ncol           # columns of scratch made so far
-    cdef int rmax
     cdef bint points        # scratch for passes over the points (else only grid tables)
     cdef Column* cols
-    cdef int* gof
-    cdef int* cof
-    cdef int* gsize
-    cdef double* gh
+    cdef double* h
     cdef double* wcls
-    cdef int* kat
     cdef object y
 
     def __cinit__(self, int[::1] y, int K, double[::1] h, int mode, bint at_anchor, Py_ssize_t nbin,
                   double eps, const double[::1] beta, int num_threads, bint points=True):
         cdef Py_ssize_t n = y.shape[0], i
-        cdef int k, j, ng = 0
+        cdef int k
         if K < 1 or h.shape[0] != K:
             raise ValueError("need K >= 1 and one bandwidth per class")
         self.y = y
         self.nthr = max(1, num_threads)
         self.points = points
-        self.gof = <int*> malloc(K * sizeof(int))
-        self.cof = <int*> malloc(K * sizeof(int))
-        self.gsize = <int*> calloc(K, sizeof(int))
-        self.gh = <double*> malloc(K * sizeof(double))
+        self.h = <double*> malloc(K * sizeof(double))
         self.wcls = <double*> calloc(K, sizeof(double))
         self.cols = <Column*> calloc(self.nthr, sizeof(Column))
-        self.kat = <int*> malloc(K * sizeof(int))
-        if (self.kat == NULL or self.gof == NULL or self.cof == NULL or self.gsize == NULL or self.gh == NULL
-                or self.wcls == NULL or self.cols == NULL):
+        if self.h == NULL or self.wcls == NULL or self.cols == NULL:
             raise MemoryError()
         for i in range(n):
             self.wcls[y[i]] += 1.0
-        # classes sharing a bandwidth share one pass over the anchors
+        self.P.shared = True
         for k in range(K):
-            self.gof[k] = -1
-            for j in range(ng):
-                if self.gh[j] == h[k]:
-                    self.gof[k] = j
-                    self.cof[k] = self.gsize[j]
-                    self.gsize[j] += 1
-                    break
-            if self.gof[k] < 0:
-                self.gh[ng] = h[k]
-                self.gof[k] = ng
-                self.cof[k] = 0
-                self.gsize[ng] = 1
-                ng += 1
+            self.h[k] = h[k]
+            self.P.shared = self.P.shared and h[k] == h[0]
             self.wcls[k] = 1.0 / (self.wcls[k] * h[k])
-        self.rmax = 0
-        for j in range(ng):
-            self.rmax = max(self.rmax, self.gsize[j])
-        for k in range(K):
-            i = self.cof[k]
-            for j in range(self.gof[k]):
-                i += self.gsize[j]
-            self.kat[i] = k
         self.P.n = n
         self.P.K = K
-        self.P.ngroup = ng
         self.P.y = &y[0]
-        self.P.gof = self.gof
-        self.P.cof = self.cof
-        self.P.gsize = self.gsize
-        self.P.kat = self.kat
-        self.P.gh = self.gh
+        self.P.h = self.h
         self.P.wcls = self.wcls
         self.P.mode = mode
         self.P.at_anchor = at_anchor
@@ -1271,7 +1183,7 @@ cdef class _Work:
         w = min(w, self.nthr)
         while self.ncol < w:
             if _column_alloc(&self.cols[self.ncol], self.P.n, self.P.mode, self.P.at_anchor, self.P.nbin,
-                             self.rmax, self.P.K, self.P.ngroup,
+                             self.P.K, self.P.shared,
                              # grid-only scratch: one order more, for GridTables' psi kernel
                              self.P.ker.a + (1 if self.points else 2), self.points):
                 _column_free(&self.cols[self.ncol])
@@ -1288,7 +1200,7 @@ cdef class _Work:
         if same and y.shape[0] > 0:
             same = &y[0] == self.P.y
         for k in range(K if same else 0):
-            same = same and self.gh[self.gof[k]] == h[k]
+            same = same and self.h[k] == h[k]
         if not same:
             raise ValueError("work was made for another problem")
         return 0
@@ -1298,8 +1210,7 @@ cdef class _Work:
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.gof); free(self.cof); free(self.gsize)
-        free(self.gh); free(self.wcls); free(self.kat)
+        free(self.cols); free(self.h); free(self.wcls)
 
 
 def column_work(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
@@ -1320,14 +1231,15 @@ cdef _Work _work_for(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
 
 cdef int _wave_setup(const Problem* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
                      int nthr) noexcept nogil:
-    """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.SK, and
-    col.DK with want_D), a column to a thread (the whole team when w = 1).
+    """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.S, and
+    col.D with want_D), a column to a thread (the whole team when w = 1).
     Returns how many failed (out of memory)."""
     cdef int c, bad = 0, inner = nthr if w == 1 else 1
     for c in prange(w, num_threads=w, schedule='static'):
-        if (_column_setup(P, &Zt[(t0 + c) * P.n], &cols[c], inner)
-                or _column_dens(P, &Zt[(t0 + c) * P.n], &cols[c], want_D, inner)):
+        if _column_setup(P, &Zt[(t0 + c) * P.n], &cols[c], inner):
             bad += 1
+        else:
+            _column_sums(P, &cols[c], &Zt[(t0 + c) * P.n], NULL, True, want_D, inner)
     return bad
 
 
@@ -1407,9 +1319,8 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                 break
             _point_terms(P, cols, w, &dv[t0, 0], &post[0, 0], nthr)
             for c in prange(w, num_threads=w, schedule='static'):
-                if _column_grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner):
-                    bad += 1
-            if not bad and P.mode != LINEAR:
+                _column_grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner)
+            if P.mode != LINEAR:
                 _sample_terms(P, cols, w, &dv[t0, 0], nthr)
             t0 = t0 + w
     if bad:
@@ -1516,31 +1427,6 @@ cdef inline void _combine(const double* acc, int nslot, int K, double* out) noex
             out[k] = out[k] + acc[s * K + k]
 
 
-cdef inline double _grad_point(const Problem* P, const int* kat, const double* S, const double* D,
-                               double* W, const double* post, int yi) noexcept nogil:
-    """Point i as an evaluation point in one column: -sum_k c_ik D_k / h_k,
-    c_ik = (1{y_i = k} - P_ik) / f_k, with the column's tables S, D at the
-    point's cell; adds the c weights into the cell's W."""
-    cdef int grp, r, c, k, goff = 0
-    cdef double f, pk, bsum, d = 0.0
-    if P.ngroup == 1:  # the classes in order (kat is the identity)
-        return pyopnb_grad_point(S, D, W, post, yi, P.K, P.gh[0])
-    for grp in range(P.ngroup):
-        r = P.gsize[grp]
-        bsum = 0.0
-        for c in range(r):
-            k = kat[goff + c]
-            f = S[k]
-            # f = 0 only where class k is hundreds of bandwidths away: then
-            # P_ik = 0 too and every term it meets is 0
-            pk = ((1.0 if yi == k else 0.0) - post[k]) / f if f > 0.0 else 0.0
-            W[k] += pk
-            bsum = bsum + pk * D[k]
-        d = d - bsum / P.gh[grp]
-        goff = goff + r
-    return d
-
-
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
     """Blocks of points whose grid weights are summed apart and then added in
     block order (R's binned passes): a function of n only, so the sums do not
@@ -1560,30 +1446,19 @@ cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept 
             dst[j] = dst[j] + src[j]
 
 
-cdef int _grid_sums_by_class(const Problem* P, const Kernel* ker, Column* col, const double* Wk, double* S,
-                             double* D, int logmode, int nthr) noexcept nogil:
+cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const double* Wk, double* S,
+                    double* D, int logmode, int nthr) noexcept nogil:
     """Kernel sums (kernel ker) at the column's grid points of grid weights
-    Wk [nbin, K] (class order), each group with its bandwidth: S and D
-    [nbin, K] in class order, either NULL if not wanted. logmode: 0 the sums,
-    1 their logs (R's tables: log of the sum), 2 logs summed in log space
-    (finite however far a grid point is from a class's weights)."""
-    cdef Py_ssize_t nbin = P.nbin, gi, j
-    cdef int grp, r, c, off = 0, K = P.K
-    for grp in range(P.ngroup):
-        r = P.gsize[grp]
-        for gi in range(nbin):
-            for c in range(r):
-                col.Wa[gi * r + c] = Wk[gi * K + P.kat[off + c]]
-        if _sums_on_anchors(col.anchors, nbin, col.Wa, r, P.gh[grp], ker, &col.tb, col.anchors, col.ident,
-                            nbin, NULL, col.S if S != NULL else NULL, col.D, logmode == 2, nthr):
-            return -1
-        for j in range(nbin * r):
-            if S != NULL:
-                S[(j // r) * K + P.kat[off + j % r]] = log(col.S[j]) if logmode == 1 else col.S[j]
-            if D != NULL:
-                D[(j // r) * K + P.kat[off + j % r]] = col.D[j]
-        off = off + r
-    return 0
+    Wk [nbin, K], each class in its bandwidth: S and D [nbin, K], either
+    NULL if not wanted. logmode: 0 the sums, 1 their logs (R's tables: log of
+    the sum), 2 logs summed in log space (finite however far a grid point is
+    from a class's weights)."""
+    cdef Py_ssize_t j
+    _sums_on_anchors(col.anchors, P.nbin, Wk, P.K, P.h, P.shared, ker, &col.tb, col.anchors, col.ident,
+                     P.nbin, NULL, S, D, logmode == 2, nthr)
+    if logmode == 1 and S != NULL:
+        for j in range(P.nbin * P.K):
+            S[j] = log(S[j])
 
 
 cdef inline double _cell_frac(double z, double lo, double delta, Py_ssize_t g) noexcept nogil:
@@ -1705,7 +1580,7 @@ cdef class GridTables:
         cdef const Problem* P = &self.wk.P
         cdef Column* cols = self.wk.cols
         cdef Column* col
-        cdef int tid, k, bad = 0, inner = nthr if ndim == 1 else 1
+        cdef int tid, k, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, b, i, i0, i1, g, j
         cdef double mn, mx, z, frac, wt
         cdef double* pl
@@ -1758,17 +1633,12 @@ cdef class GridTables:
                 col = &cols[tid]
                 _set_grid(col, lov[t], dv[t], nbin)
                 _reduce_blocks(&PL[t * nblk * TK], nblk, TK)
-                if _grid_sums_by_class(P, &P.ker, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, 2 if interp else 1,
-                                       inner):
-                    bad += 1
+                _grid_sums(P, &P.ker, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, 2 if interp else 1, inner)
                 if gradient:
                     _reduce_blocks(&PS[t * nblk * TK], nblk, TK)
-                    if _grid_sums_by_class(P, &P.ker, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], 0, inner):
-                        bad += 1
+                    _grid_sums(P, &P.ker, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], 0, inner)
                     for j in range(TK):
                         Tls[t * TK + j] = log(Ts[t * TK + j])
-        if bad:
-            raise MemoryError("not enough memory for the kernel-sum tables")
         return self
 
     def _check_built(self, logprior=None):
@@ -1972,7 +1842,7 @@ cdef class GridTables:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Problem* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = self.wk.nthr, bad = 0, inner = nthr if ndim == 1 else 1
+        cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, e
         if self._dZ is None:
             self._dZ = np.empty((ndim, n))
@@ -1988,7 +1858,6 @@ cdef class GridTables:
         cdef double* Td = _data_or_null(self.D_simple)
         cdef Column* cols = self.wk.cols
         cdef Column* col
-        cdef const int* kat = self.wk.kat
         cdef const double* pp = &post[0, 0]
         with nogil:
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
@@ -1999,24 +1868,22 @@ cdef class GridTables:
                 memset(pw, 0, TK * sizeof(double))
                 for i in range(i0, i1):
                     e = C[t * n + i] * K
-                    dv[t, i] = _grad_point(P, kat, &Ts[t * TK + e], &Td[t * TK + e], &pw[e], &pp[i * K], P.y[i])
+                    dv[t, i] = pyopnb_grad_point(&Ts[t * TK + e], &Td[t * TK + e], &pw[e], &pp[i * K], P.y[i],
+                                                 K, P.h, P.shared)
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()
                 col = &cols[tid]
                 _set_grid(col, lo[t], delta[t], nbin)
                 _reduce_blocks(&PW[t * nblk * TK], nblk, TK)
-                if _grid_sums_by_class(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, inner):
-                    bad += 1
+                _grid_sums(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, inner)
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
                 for i in range(i0, i1):
                     k = P.y[i]
-                    dv[t, i] -= P.wcls[k] / P.gh[P.gof[k]] * DW[t * TK + C[t * n + i] * K + k]
-        if bad:
-            raise MemoryError("not enough memory for the kernel-sum tables")
+                    dv[t, i] -= P.wcls[k] / P.h[k] * DW[t * TK + C[t * n + i] * K + k]
         return dZ
 
 
@@ -2039,7 +1906,7 @@ cdef class GridTables:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Problem* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = self.wk.nthr, bad = 0, inner = nthr if ndim == 1 else 1
+        cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
         if self._dZ is None:
             self._dZ = np.empty((ndim, n))
@@ -2094,9 +1961,8 @@ cdef class GridTables:
                     a = pa[j]
                     pa[j] = 0.0 if a == 0.0 else (exp(log(a) - Tl[t * TK + j]) if a > 0.0
                                                   else -exp(log(-a) - Tl[t * TK + j]))
-                if (_grid_sums_by_class(P, &P.ker, col, pa, &Phi[t * TK], NULL, 0, inner)
-                        or _grid_sums_by_class(P, &self.psi, col, pa, &Psi[t * TK], NULL, 0, inner)):
-                    bad += 1
+                _grid_sums(P, &P.ker, col, pa, &Phi[t * TK], NULL, 0, inner)
+                _grid_sums(P, &self.psi, col, pa, &Psi[t * TK], NULL, 0, inner)
                 kern = 0.0
                 for j in range(TK):
                     kern = kern + Wb[t * nblk * TK + j] * Psi[t * TK + j]
@@ -2140,8 +2006,6 @@ cdef class GridTables:
                     if Zp[t * n + <Py_ssize_t> ed[3]] > Zp[t * n + imax]:
                         imax = <Py_ssize_t> ed[3]
                 _grid_motion(&dv[t, 0], imin, imax, d_lo, d_delta, nbin)
-        if bad:
-            raise MemoryError("not enough memory for the kernel-sum tables")
         return dZ
 
 

@@ -239,11 +239,67 @@ def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, thr
     v2, post2 = tables.value_and_posteriors(logprior, True)
     assert v2 == value  # the same additions in the same order
     np.testing.assert_array_equal(post2, post)
-    dZ2 = tables.gradient(post2)
-    if len(set(h)) == 1:
-        np.testing.assert_array_equal(dZ2, dZ)
-    else:  # bandwidth groups add their terms in another order
-        np.testing.assert_allclose(dZ2, dZ, rtol=1e-12, atol=1e-12 * np.abs(dZ).max())
+    # class bandwidths too: both take a point's terms in class order
+    np.testing.assert_array_equal(tables.gradient(post2), dZ)
+
+
+def test_class_bandwidth_decays_within_an_ulp():
+    """Each gap's decays in every class bandwidth (a series below 1/64
+    bandwidths, exp above; the far form past 600) against numpy, and the
+    one-bandwidth decays (R's path) exactly as exp(-d) d^k."""
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(3)
+    h = np.array([0.25, 0.5, 1.0, 3.0, 0.7])  # odd: a class without a partner lane
+    d = np.r_[0.0, 5e-324, np.geomspace(1e-12, 1.0, 400), rng.uniform(0, 2 / 64, 400) * h.min(),
+              1 / 64 * h, np.nextafter(1 / 64 * h, 0), 200.0, 620.0]
+    T = _ksum.gap_decays(d, h, 2)
+    u = d[:, None] / h
+    with np.errstate(under="ignore"):
+        ref = np.exp(-u)[..., None] * u[..., None] ** np.arange(3)
+    near = u < 600
+    assert np.max(np.abs(T[..., 0] - ref[..., 0])[near] / np.spacing(ref[..., 0][near])) <= 1.0
+    # the powers by products: an ulp a factor
+    np.testing.assert_allclose(T[near], ref[near], rtol=4e-16, atol=0)
+    # far away, exp(k log d - d): the rounding of an argument near -600
+    np.testing.assert_allclose(T[~near], ref[~near], rtol=1e-13, atol=0)
+    assert T[0, :, 0].tolist() == [1.0] * 5 and not T[0, :, 1:].any()
+    one = _ksum.gap_decays(d, h[:1], 2)[:, 0]
+    with np.errstate(under="ignore"):
+        exact = np.exp(-(d / h[0]))
+    np.testing.assert_array_equal(one[d / h[0] < 600, 0], exact[d / h[0] < 600])
+
+
+@pytest.mark.parametrize("mode, nbin, at_anchor", [(0, 0, False), (2, 300, False), (1, 300, True)])
+def test_class_bandwidths_are_each_class_in_its_own_bandwidth(mode, nbin, at_anchor):
+    """One pass carries every class in its own bandwidth (the journal's
+    formulation). Each class's log densities must be what a pass with that
+    bandwidth for all classes gives (R's one-bandwidth path, glibc's exp).
+    The gaps straddle 1/64 of the bandwidths, where the class-bandwidth
+    decays switch from their series to exp."""
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(11)
+    K, n = 4, 3000
+    h = np.array([0.3, 0.7, 1.1, 0.3])
+    y = rng.integers(0, K, n).astype(np.int32)
+    # spacings from 0 to 4/64 of the smallest bandwidth, and ties
+    Zt = np.vstack([np.cumsum(rng.uniform(0.0, 4 / 64 * 0.3, n) * (rng.random(n) > 0.05)),
+                    rng.normal(size=n)])
+    Zt = Zt[:, rng.permutation(n)].copy()
+    args = (mode, at_anchor, nbin, 1e-8, _BETA, 2)
+    both = _ksum.log_densities(Zt, y, K, h, *args)
+    for k in range(K):
+        alone = _ksum.log_densities(Zt, y, K, np.full(K, h[k]), *args)[:, k]
+        np.testing.assert_allclose(both[:, k], alone, rtol=1e-13, atol=0)
+        # the gradient, with posteriors that make every c weight 0 but class
+        # k's: only class k's sums and bandwidth enter it
+        post = np.eye(K)[y]
+        post[:, k] -= 0.5
+        grad = _ksum.log_density_gradient(Zt, y, K, h, *args[:-2], post, _BETA, 2)
+        ref = _ksum.log_density_gradient(Zt, y, K, np.full(K, h[k]), *args[:-2], post, _BETA, 2)
+        np.testing.assert_allclose(grad, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        assert np.abs(ref).max() > 0
 
 
 @pytest.mark.parametrize("K", [2, 3, 4])
