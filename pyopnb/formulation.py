@@ -25,15 +25,19 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 import scipy.linalg
 
+from . import _ksum, _threads
 from ._validation import as_positive_scalar
-from .objective import Problem, check_problem
+from .objective import Problem, Workspace, check_problem, evaluate, evaluate_normalised
 
-__all__ = ["RFormulation", "JournalFormulation", "Setup", "lda_start", "journal_bandwidths", "within_between"]
+__all__ = ["RFormulation", "JournalFormulation", "Setup", "lda_start", "journal_bandwidths", "within_between",
+           "r_colmeans", "r_sd", "r_standardise"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
 _SILVERMAN_054 = 0.54
 # eigenvalues of a covariance below this share of the largest count as zero
 _RANK_TOL = 1e-10
+# R's OPNB: an sd below this zeroes a column
+_SD_ZERO = 1e-20
 
 
 @dataclass
@@ -54,7 +58,6 @@ class Setup:
     pen: Optional[Callable[[np.ndarray], float]]
     dpen: Optional[Callable[[np.ndarray], np.ndarray]]
     compat: str
-    normalised: bool
 
 
 def within_between(Xs: np.ndarray, codes: np.ndarray, K: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -143,6 +146,90 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
     return h
 
 
+# ---------------------------------------------------------------------------
+# R's data scaling, start and penalty (R OPNB 1.0's steps 2-5)
+# ---------------------------------------------------------------------------
+
+def r_colmeans(X: np.ndarray) -> np.ndarray:
+    """R's colMeans: each column summed left to right in long double, over n."""
+    return _ksum.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
+
+
+def r_sd(X: np.ndarray) -> np.ndarray:
+    """R's sd per column: a refined long-double mean, then a long-double sum of
+    squared deviations over n - 1, all summed left to right. Matching R to
+    the bit matters: the start's eigenvector signs, and so R's binned fits,
+    can change with an ulp of the scaled data."""
+    return _ksum.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
+
+
+def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """R OPNB's steps 2-3, to the bit: (mu, scales, Xs).
+
+    mu = colMeans(X); scales = 1/sd of the centred columns (0 for sd < 1e-20,
+    1 if not scale); Xs = (X - mu) * scales. R multiplies by 1/sd: dividing
+    changes Xs by an ulp here and there, which can flip the sign of an
+    eigenvector of the start, and R's binned objective tells signs apart.
+    """
+    n, d = X.shape
+    thr = _threads.resolve()
+    mu = r_colmeans(X)
+    Xc = np.empty((n, d))
+
+    def centre(s: int, e: int) -> None:
+        np.subtract(X[s:e], mu, out=Xc[s:e])
+
+    _threads.for_blocks(n, centre, thr)  # elementwise: the same bits on any blocks
+    if scale:
+        sd = r_sd(Xc) if n > 1 else np.zeros(d)
+        scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
+
+        def rescale(s: int, e: int) -> None:
+            np.multiply(Xc[s:e], scales, out=Xc[s:e])
+
+        _threads.for_blocks(n, rescale, thr)
+    else:
+        scales = np.ones(d)
+    return mu, scales, Xc
+
+
+def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
+    """pen(V) and its gradient: sum(V^2), or sum_t v_t' Cmat v_t."""
+    if C is None:
+        return (lambda V: float(np.sum(V * V))), (lambda V: 2.0 * V)
+    Cmat = np.asarray(C(Xs, y1), dtype=np.float64)
+    if Cmat.shape != (d, d):
+        raise ValueError(f"C must return a {d} x {d} matrix (d = columns of X), got shape {Cmat.shape}")
+    if not np.all(np.isfinite(Cmat)):
+        raise ValueError("C returned a matrix with NaN or infinite values")
+    if not np.allclose(Cmat, Cmat.T, rtol=1e-12, atol=1e-14 * max(1.0, np.abs(Cmat).max())):
+        raise ValueError("C must return a symmetric matrix")
+    return (lambda V: float(np.sum(V * (Cmat @ V)))), (lambda V: 2.0 * (Cmat @ V))
+
+
+def _start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
+    d = Xs.shape[1]
+    if V0 is None:
+        # first ndim eigenvectors of cov(Xs), decreasing eigenvalue. R's eigen
+        # calls LAPACK's dsyevr, as driver "evr" does; its column signs are
+        # the ones R gets, which matters because R's binned objective is not
+        # symmetric under a column's sign flip
+        vals, vecs = scipy.linalg.eigh(_threads.block_cov(Xs, _threads.resolve()).reshape(d, d), driver="evr")
+        return np.ascontiguousarray(vecs[:, ::-1][:, :ndim])
+    out = V0(Xs, y1, ndim) if callable(V0) else V0
+    V = np.asarray(out, dtype=np.float64)
+    if V.ndim == 1 and ndim == 1:
+        V = V.reshape(-1, 1)
+    if V.shape != (d, ndim):
+        # R: "V0 must be a function which returns a matrix with ncol(X) rows and ndim columns"
+        raise ValueError(f"V0 must be a function which returns a matrix with ncol(X) = {d} rows "
+                         f"and ndim = {ndim} columns; got shape {V.shape}")
+    if not np.all(np.isfinite(V)):
+        raise ValueError("V0 returned NaN or infinite values")
+    return np.ascontiguousarray(V)
+
+
+
 @dataclass
 class RFormulation:
     """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`)."""
@@ -153,9 +240,11 @@ class RFormulation:
     scale: bool = True
     correct: bool = False
 
-    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
-        from .model import _penalty, _start, r_standardise
+    @property
+    def compat(self) -> str:
+        return "correct" if self.correct else "R"
 
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
         K = levels.size
         mu, scales, Xs = r_standardise(Xa, self.scale)
         PI = np.bincount(codes, minlength=K) / codes.size
@@ -163,8 +252,16 @@ class RFormulation:
         y1 = codes + 1
         V = _start(self.V0, Xs, y1, ndim)
         pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
-        return Setup(mu, scales, None, problem, V, self.lam, pen, dpen,
-                     "correct" if self.correct else "R", normalised=False)
+        return Setup(mu, scales, None, problem, V, self.lam, pen, dpen, self.compat)
+
+    def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
+                   threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
+        """l(V) (R's, or with correct=True the paper's) and its gradient in V."""
+        return evaluate(V, problem, nbin, self.compat, gradient, threads, ws)
+
+    def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The optimum's columns and norms as the model takes them: V's own."""
+        return V, norms
 
 
 @dataclass
@@ -178,9 +275,9 @@ class JournalFormulation:
     def __post_init__(self) -> None:
         self.gamma = as_positive_scalar(self.gamma, "gamma")
 
-    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
-        from .model import _start, r_standardise
+    compat = "correct"
 
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
         K = levels.size
         # the paper's protocol: each variable over its training sd (constant ones zeroed)
         mu, scales, Xs = r_standardise(Xa, True)
@@ -195,4 +292,13 @@ class JournalFormulation:
             V = lda_start(Xs, codes, K, ndim)
         else:
             V = _start(self.V0, Xs, codes + 1, ndim)
-        return Setup(mu, scales, T, problem, V, 0.0, None, None, "correct", normalised=True)
+        return Setup(mu, scales, T, problem, V, 0.0, None, None, self.compat)
+
+    def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
+                   threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
+        """l(V-bar), V's columns normalised, and its gradient in V."""
+        return evaluate_normalised(V, problem, nbin, gradient, threads, ws)
+
+    def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The value is V-bar's: the model (and the greedy order) takes unit columns."""
+        return V / norms, np.ones_like(norms)

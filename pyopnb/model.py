@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
-import scipy.linalg
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
@@ -21,12 +20,11 @@ from ._validation import align_columns, as_nbin, as_positive_scalar, column_name
 from .formulation import JournalFormulation, RFormulation
 from .naive_bayes import class_log_densities
 from . import _threads
-from .objective import Problem, Workspace, evaluate, evaluate_normalised, grid_tables
+from .objective import Problem, Workspace, grid_tables
 
 __all__ = ["OPNBModel", "OPNB", "opnb_journal", "predict", "factor"]
 
-# R's constants: sd below this zeroes a column; optim's L-BFGS-B defaults
-_SD_ZERO = 1e-20
+# optim's L-BFGS-B defaults, as R's OPNB calls it
 _LBFGS = dict(maxcor=5, maxiter=100, ftol=1e7 * np.finfo(float).eps, gtol=0.0)
 _MACHINE_EPS = np.finfo(float).eps
 # R's optim codes for L-BFGS-B
@@ -202,85 +200,6 @@ def _check_X(X: Any, name: str, d: Optional[int] = None,
 # fitting
 # ---------------------------------------------------------------------------
 
-def r_colmeans(X: np.ndarray) -> np.ndarray:
-    """R's colMeans: each column summed left to right in long double, over n."""
-    return _ksum.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
-
-
-def r_sd(X: np.ndarray) -> np.ndarray:
-    """R's sd per column: a refined long-double mean, then a long-double sum of
-    squared deviations over n - 1, all summed left to right. Matching R to
-    the bit matters: the start's eigenvector signs, and so R's binned fits,
-    can change with an ulp of the scaled data."""
-    return _ksum.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
-
-
-def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """R OPNB's steps 2-3, to the bit: (mu, scales, Xs).
-
-    mu = colMeans(X); scales = 1/sd of the centred columns (0 for sd < 1e-20,
-    1 if not scale); Xs = (X - mu) * scales. R multiplies by 1/sd: dividing
-    changes Xs by an ulp here and there, which can flip the sign of an
-    eigenvector of the start, and R's binned objective tells signs apart.
-    """
-    n, d = X.shape
-    thr = _threads.resolve()
-    mu = r_colmeans(X)
-    Xc = np.empty((n, d))
-
-    def centre(s: int, e: int) -> None:
-        np.subtract(X[s:e], mu, out=Xc[s:e])
-
-    _threads.for_blocks(n, centre, thr)  # elementwise: the same bits on any blocks
-    if scale:
-        sd = r_sd(Xc) if n > 1 else np.zeros(d)
-        scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
-
-        def rescale(s: int, e: int) -> None:
-            np.multiply(Xc[s:e], scales, out=Xc[s:e])
-
-        _threads.for_blocks(n, rescale, thr)
-    else:
-        scales = np.ones(d)
-    return mu, scales, Xc
-
-
-def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
-    """pen(V) and its gradient: sum(V^2), or sum_t v_t' Cmat v_t."""
-    if C is None:
-        return (lambda V: float(np.sum(V * V))), (lambda V: 2.0 * V)
-    Cmat = np.asarray(C(Xs, y1), dtype=np.float64)
-    if Cmat.shape != (d, d):
-        raise ValueError(f"C must return a {d} x {d} matrix (d = columns of X), got shape {Cmat.shape}")
-    if not np.all(np.isfinite(Cmat)):
-        raise ValueError("C returned a matrix with NaN or infinite values")
-    if not np.allclose(Cmat, Cmat.T, rtol=1e-12, atol=1e-14 * max(1.0, np.abs(Cmat).max())):
-        raise ValueError("C must return a symmetric matrix")
-    return (lambda V: float(np.sum(V * (Cmat @ V)))), (lambda V: 2.0 * (Cmat @ V))
-
-
-def _start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
-    d = Xs.shape[1]
-    if V0 is None:
-        # first ndim eigenvectors of cov(Xs), decreasing eigenvalue. R's eigen
-        # calls LAPACK's dsyevr, as driver "evr" does; its column signs are
-        # the ones R gets, which matters because R's binned objective is not
-        # symmetric under a column's sign flip
-        vals, vecs = scipy.linalg.eigh(_threads.block_cov(Xs, _threads.resolve()).reshape(d, d), driver="evr")
-        return np.ascontiguousarray(vecs[:, ::-1][:, :ndim])
-    out = V0(Xs, y1, ndim) if callable(V0) else V0
-    V = np.asarray(out, dtype=np.float64)
-    if V.ndim == 1 and ndim == 1:
-        V = V.reshape(-1, 1)
-    if V.shape != (d, ndim):
-        # R: "V0 must be a function which returns a matrix with ncol(X) rows and ndim columns"
-        raise ValueError(f"V0 must be a function which returns a matrix with ncol(X) = {d} rows "
-                         f"and ndim = {ndim} columns; got shape {V.shape}")
-    if not np.all(np.isfinite(V)):
-        raise ValueError("V0 returned NaN or infinite values")
-    return np.ascontiguousarray(V)
-
-
 def _check_ndim(ndim: Any, d: int) -> int:
     if ndim is None:
         return min(d, 20)
@@ -300,9 +219,10 @@ class _Objective:
     """The formulation's objective on a flattened (column-major, as R) V, for
     the optimiser: l(V) - lam pen(V), or the normalised l(V-bar)."""
 
-    def __init__(self, setup, d, ndim, nbin, threads):
+    def __init__(self, form, setup, d, ndim, nbin, threads):
         # validated once by the fit, not at each of the optimiser's evaluations
         self.problem = setup.problem
+        self.form = form
         self.setup = setup
         self.ws = Workspace()
         self.d, self.ndim = d, ndim
@@ -315,10 +235,7 @@ class _Objective:
 
     def likelihood(self, V: np.ndarray, gradient: bool):
         """The formulation's l (no penalty) at V, of any number of columns, and its gradient."""
-        st = self.setup
-        if st.normalised:
-            return evaluate_normalised(V, self.problem, self.nbin, gradient, self.threads, self.ws)
-        return evaluate(V, self.problem, self.nbin, st.compat, gradient, self.threads, self.ws)
+        return self.form.likelihood(V, self.problem, self.nbin, gradient, self.threads, self.ws)
 
     def _evaluate(self, V: np.ndarray, gradient: bool):
         st = self.setup
@@ -486,7 +403,7 @@ def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
     st = form.setup(Xa, codes, levels, nd)
     problem = st.problem
     V = st.V
-    obj = _Objective(st, d, nd, nbin_v, thr)
+    obj = _Objective(form, st, d, nd, nbin_v, thr)
 
     iteration = [0]
 
@@ -524,10 +441,7 @@ def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
     norms = np.linalg.norm(Vopt, axis=0)
     if np.any(norms == 0):
         raise ValueError("a column of V is zero: the projection is degenerate (check V0 and C)")
-    if st.normalised:
-        # the value is V-bar's: order its columns by it (and the scratch is V-bar's)
-        Vopt = Vopt / norms
-        norms = np.ones_like(norms)
+    Vopt, norms = form.final_columns(Vopt, norms)
     # R's binned objective: the workspace now holds Vopt's tables either way
     order = _greedy_order(Vopt, problem, nbin_v, st.compat, thr, obj.ws, lambda W: obj.likelihood(W, False)[0])
     Vopt, norms = Vopt[:, order], norms[order]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pyopnb import opnb_journal, predict
 from pyopnb.datasets import load_pima
 from pyopnb.formulation import journal_bandwidths, lda_start, within_between
-from pyopnb.model import r_standardise
+from pyopnb.formulation import r_standardise
 from pyopnb.objective import df_NB_normalised, f_NB_normalised
 
 

@@ -4,7 +4,7 @@ import pytest
 from scipy.special import logsumexp
 
 from pyopnb import OPNB, predict
-from pyopnb.model import r_colmeans, r_sd
+from pyopnb.formulation import r_colmeans, r_sd
 from pyopnb.objective import f_NB_exact
 from validation.fixtures import FIT_FVAL_REL, FIT_V_ABS, arr, column_signs, fit_call, load, model_from_fixture, names
 
