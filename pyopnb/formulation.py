@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 import scipy.linalg
 
-from . import _ksum, _threads
+from . import _project, _threads
 from ._validation import as_positive_scalar
 from .objective import Problem, Workspace, check_problem, evaluate, evaluate_normalised
 
@@ -152,7 +152,7 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
 
 def r_colmeans(X: np.ndarray) -> np.ndarray:
     """R's colMeans: each column summed left to right in long double, over n."""
-    return _ksum.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
+    return _project.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
 
 
 def r_sd(X: np.ndarray) -> np.ndarray:
@@ -160,7 +160,7 @@ def r_sd(X: np.ndarray) -> np.ndarray:
     squared deviations over n - 1, all summed left to right. Matching R to
     the bit matters: the start's eigenvector signs, and so R's binned fits,
     can change with an ulp of the scaled data."""
-    return _ksum.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
+    return _project.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
 
 
 def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

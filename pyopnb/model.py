@@ -15,7 +15,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from . import _ksum
+from . import _project
 from ._validation import align_columns, as_nbin, as_positive_scalar, column_names
 from .formulation import JournalFormulation, RFormulation
 from .naive_bayes import class_log_densities
@@ -278,7 +278,7 @@ def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional
         # a column's grid densities do not depend on the others: built once
         tables = None if ws is None else ws.tables
         if tables is None:
-            tables = grid_tables(_ksum.project(p.X, V, threads), p, nbin, False, threads)
+            tables = grid_tables(_project.project(p.X, V, threads), p, nbin, False, threads)
         logprior = np.log(p.PI)
     while remaining:
         if tables is not None:

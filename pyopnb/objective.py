@@ -28,7 +28,7 @@ from typing import Any, Literal, Tuple
 
 import numpy as np
 
-from . import _ksum, _threads
+from . import _grid, _passes, _project, _threads
 from ._validation import as_nbin
 from .ksum import DEFAULT_BETA
 
@@ -114,12 +114,12 @@ def _check_V(V: Any, d: int) -> np.ndarray:
 
 
 def _new_tables(ndim: int, p: Problem, nbin: int, gradient: bool, threads: int,
-                interp: bool = False) -> "_ksum.GridTables":
-    return _ksum.GridTables(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads, interp)
+                interp: bool = False) -> "_grid.GridTables":
+    return _grid.GridTables(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads, interp)
 
 
 def _tables_for(ws: "Workspace | None", ndim: int, p: Problem, nb: int, gradient: bool, thr: int,
-                interp: bool) -> "_ksum.GridTables":
+                interp: bool) -> "_grid.GridTables":
     """The workspace's grid tables when they fit this evaluation, else new ones (kept there)."""
     tables = None if ws is None else ws.tables
     if (tables is None or tables.ndim != ndim or tables.nbin != nb or tables.interp != interp
@@ -130,15 +130,15 @@ def _tables_for(ws: "Workspace | None", ndim: int, p: Problem, nb: int, gradient
     return tables
 
 
-def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_ksum.GridTables":
-    """R's binned densities of each column of Z at its grid points (see _ksum.GridTables)."""
+def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_grid.GridTables":
+    """R's binned densities of each column of Z at its grid points (see _grid.GridTables)."""
     return _new_tables(Zt.shape[0], p, nbin, gradient, threads).update(Zt)
 
 
 def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int) -> Tuple[float, np.ndarray]:
     """Mean log-likelihood and posteriors from class log densities."""
     with np.errstate(invalid="ignore"):
-        value, post = _ksum.log_posteriors(logf, y0, np.ascontiguousarray(logprior, dtype=np.float64), threads)
+        value, post = _passes.log_posteriors(logf, y0, np.ascontiguousarray(logprior, dtype=np.float64), threads)
     return float(value), post
 
 
@@ -171,7 +171,7 @@ class Workspace:
 
     def __init__(self) -> None:
         self.Zt: np.ndarray | None = None
-        self.tables: "_ksum.GridTables | None" = None
+        self.tables: "_grid.GridTables | None" = None
         self.work: Any = None
         self.work_key: Tuple | None = None
         self.work_problem: Problem | None = None
@@ -180,7 +180,7 @@ class Workspace:
         """The column passes' scratch for this problem and mode (made once)."""
         key = (mode, nb, thr)
         if self.work is None or self.work_key != key or self.work_problem is not p:
-            self.work = _ksum.column_work(p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
+            self.work = _passes.column_work(p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
             self.work_key = key
             self.work_problem = p
         return self.work
@@ -196,8 +196,8 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
     density summed from the binned weights."""
     binned = nb is not None
     Va = np.ascontiguousarray(Va, dtype=np.float64)
-    # Z' with R's summation order (see _ksum.project), columns of Z contiguous
-    Zt = _ksum.project(p.X, Va, thr, out=None if ws is None else ws.Zt)
+    # Z' with R's summation order (see _project.project), columns of Z contiguous
+    Zt = _project.project(p.X, Va, thr, out=None if ws is None else ws.Zt)
     if ws is not None:
         ws.Zt = Zt
     logprior = np.log(p.PI)
@@ -214,7 +214,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
     # exact sums, or the correct binned value (linear binning, densities at the points)
     mode, nb = (_LINEAR, nb) if binned else (_EXACT, 0)
     work = None if ws is None else ws.column_work(p, mode, nb, thr)
-    logf = _ksum.log_densities(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr, work)
+    logf = _passes.log_densities(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr, work)
     squared = compat == "R" and not binned
     value, post = _loglik(logf, p.y0, 2 * logprior if squared else logprior, thr)
     if not gradient:
@@ -222,7 +222,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
     if squared:
         # R's exact value squares the priors, its gradient does not
         _, post = _loglik(logf, p.y0, logprior, thr)
-    dZt = _ksum.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr,
+    dZt = _passes.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr,
                                      work)
     return value, _gradient_in_V(dZt, p.X, thr)
 

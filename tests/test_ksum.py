@@ -193,7 +193,7 @@ def test_bad_input(kwargs, match):
 @pytest.mark.parametrize("n", [1, 2, 65535, 65536, 65537, 3 * 65536 + 5, 300_001])
 def test_radix_argsort_is_numpys_stable_argsort(n):
     # sizes around the chunk length exercise the merge-path split of the last merges
-    from pyopnb._ksum import argsort
+    from pyopnb._sort import argsort
 
     rng = np.random.default_rng(n)
     x = np.round(rng.standard_normal(n), 2)  # many ties

@@ -188,7 +188,7 @@ def test_bad_input(change, match):
 def test_projection_sums_features_in_order():
     # R's reference BLAS forms X %*% V entry by entry, adding the features in
     # order; the objective uses the same order so that fits end where R's do
-    from pyopnb import _ksum
+    from pyopnb import _project
 
     rng = np.random.default_rng(9)
     X = rng.normal(size=(257, 11)) * 10.0 ** rng.integers(-3, 4, 11)
@@ -197,7 +197,7 @@ def test_projection_sums_features_in_order():
     for l in range(11):
         ref += V[l][:, None] * X[:, l][None, :]
     for threads in (1, 2):
-        Zt = _ksum.project(X, V, threads)
+        Zt = _project.project(X, V, threads)
         np.testing.assert_array_equal(Zt, ref)
     np.testing.assert_allclose(Zt, (X @ V).T, rtol=1e-12, atol=1e-12 * np.abs(X).max())
 
@@ -209,19 +209,19 @@ _BETA = np.array([0.25, 0.25])
 
 
 def _column_passes(Zt, y, K, h, nbin, logprior):
-    from pyopnb import _ksum
+    from pyopnb import _passes
 
-    lf = _ksum.log_densities(Zt, y, K, h, 2, True, nbin, 1e-8, _BETA, 2)
-    value, _ = _ksum.log_posteriors(lf, y, logprior, 2)
-    _, post = _ksum.log_posteriors(_ksum.log_densities(Zt, y, K, h, 1, True, nbin, 1e-8, _BETA, 2), y, logprior, 2)
-    return value, post, _ksum.log_density_gradient(Zt, y, K, h, 1, True, nbin, 1e-8, post, _BETA, 2)
+    lf = _passes.log_densities(Zt, y, K, h, 2, True, nbin, 1e-8, _BETA, 2)
+    value, _ = _passes.log_posteriors(lf, y, logprior, 2)
+    _, post = _passes.log_posteriors(_passes.log_densities(Zt, y, K, h, 1, True, nbin, 1e-8, _BETA, 2), y, logprior, 2)
+    return value, post, _passes.log_density_gradient(Zt, y, K, h, 1, True, nbin, 1e-8, post, _BETA, 2)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 100_000), n=st.integers(3, 400), ndim=st.integers(1, 9), K=st.integers(2, 5),
        nbin=st.integers(2, 300), groups=st.booleans(), threads=st.integers(1, 3))
 def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, threads):
-    from pyopnb import _ksum
+    from pyopnb import _grid
 
     rng = np.random.default_rng(seed)
     n = max(n, K)
@@ -231,7 +231,7 @@ def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, thr
     logprior = np.log(np.bincount(y, minlength=K) / n)
     h = rng.choice([0.5, 1.0, 2.0], K) if groups else np.ones(K)
     value, post, dZ = _column_passes(Zt, y, K, h, nbin, logprior)
-    tables = _ksum.GridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, threads)
+    tables = _grid.GridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, threads)
     # a second Z through the same object: its buffers are reused
     tables.update(rng.normal(size=(ndim, n)))
     tables.value_and_posteriors(logprior, True)
@@ -277,7 +277,7 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(mode, nbin, at_anc
     bandwidth for all classes gives (R's one-bandwidth path, glibc's exp).
     The gaps straddle 1/64 of the bandwidths, where the class-bandwidth
     decays switch from their series to exp."""
-    from pyopnb import _ksum
+    from pyopnb import _passes
 
     rng = np.random.default_rng(11)
     K, n = 4, 3000
@@ -288,16 +288,16 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(mode, nbin, at_anc
                     rng.normal(size=n)])
     Zt = Zt[:, rng.permutation(n)].copy()
     args = (mode, at_anchor, nbin, 1e-8, _BETA, 2)
-    both = _ksum.log_densities(Zt, y, K, h, *args)
+    both = _passes.log_densities(Zt, y, K, h, *args)
     for k in range(K):
-        alone = _ksum.log_densities(Zt, y, K, np.full(K, h[k]), *args)[:, k]
+        alone = _passes.log_densities(Zt, y, K, np.full(K, h[k]), *args)[:, k]
         np.testing.assert_allclose(both[:, k], alone, rtol=1e-13, atol=0)
         # the gradient, with posteriors that make every c weight 0 but class
         # k's: only class k's sums and bandwidth enter it
         post = np.eye(K)[y]
         post[:, k] -= 0.5
-        grad = _ksum.log_density_gradient(Zt, y, K, h, *args[:-2], post, _BETA, 2)
-        ref = _ksum.log_density_gradient(Zt, y, K, np.full(K, h[k]), *args[:-2], post, _BETA, 2)
+        grad = _passes.log_density_gradient(Zt, y, K, h, *args[:-2], post, _BETA, 2)
+        ref = _passes.log_density_gradient(Zt, y, K, np.full(K, h[k]), *args[:-2], post, _BETA, 2)
         np.testing.assert_allclose(grad, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
         assert np.abs(ref).max() > 0
 
@@ -308,7 +308,7 @@ def test_grid_gradient_where_a_class_density_underflows(K):
     the other's grid points, where the c weights are 0 by definition. The
     gradient's two-at-a-time divisions (even and odd K) against the column
     passes' scalar ones, to the bit."""
-    from pyopnb import _ksum
+    from pyopnb import _grid
 
     rng = np.random.default_rng(K)
     n = 300
@@ -317,7 +317,7 @@ def test_grid_gradient_where_a_class_density_underflows(K):
     logprior = np.log(np.bincount(y) / n)
     h = np.ones(K)
     value, post, dZ = _column_passes(Zt, y, K, h, 200, logprior)
-    tables = _ksum.GridTables(2, y, K, h, 200, 1e-8, _BETA, True, 2).update(Zt)
+    tables = _grid.GridTables(2, y, K, h, 200, 1e-8, _BETA, True, 2).update(Zt)
     assert np.any(tables.S_simple == 0.0)
     v2, post2 = tables.value_and_posteriors(logprior, True)
     dZ2 = tables.gradient(post2)
@@ -329,36 +329,36 @@ def test_grid_gradient_where_a_class_density_underflows(K):
 def test_column_work_reused_across_evaluations(mode, nbin):
     """One scratch object serves a fit's evaluations: the same numbers as
     fresh scratch, for Z of 3, 1 and 6 columns in turn; a mismatched problem is refused."""
-    from pyopnb import _ksum
+    from pyopnb import _passes
 
     rng = np.random.default_rng(5)
     n, K, ndim = 200, 3, 3
     y = (np.arange(n) % K).astype(np.int32)
     h = np.array([1.0, 1.0, 0.5])
     args = (y, K, h, mode, False, nbin, 1e-8, _BETA)
-    work = _ksum.column_work(*args, 2)
+    work = _passes.column_work(*args, 2)
     for nd in (ndim, 1, ndim + 3):
         Zt = rng.normal(size=(nd, n))
-        fresh = _ksum.log_densities(Zt, *args, 2)
-        np.testing.assert_array_equal(_ksum.log_densities(Zt, *args, 2, work), fresh)
+        fresh = _passes.log_densities(Zt, *args, 2)
+        np.testing.assert_array_equal(_passes.log_densities(Zt, *args, 2, work), fresh)
         post = np.full((n, K), 1.0 / K)
-        np.testing.assert_array_equal(_ksum.log_density_gradient(Zt, *args[:-1], post, _BETA, 2, work),
-                                      _ksum.log_density_gradient(Zt, *args[:-1], post, _BETA, 2))
+        np.testing.assert_array_equal(_passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 2, work),
+                                      _passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 2))
     with pytest.raises(ValueError, match="another problem"):
-        _ksum.log_densities(Zt, y, K, np.ones(K), mode, False, nbin, 1e-8, _BETA, 2, work)
+        _passes.log_densities(Zt, y, K, np.ones(K), mode, False, nbin, 1e-8, _BETA, 2, work)
     with pytest.raises(ValueError, match="another problem"):
-        _ksum.log_densities(Zt, y.copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
+        _passes.log_densities(Zt, y.copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
     with pytest.raises(ValueError, match="another problem"):
-        _ksum.log_densities(Zt[:, :100].copy(), y[:100].copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
+        _passes.log_densities(Zt[:, :100].copy(), y[:100].copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
 
 
 def test_grid_subset_values_are_the_objective_of_the_subsets():
-    from pyopnb import _ksum
+    from pyopnb import _project
     from pyopnb.objective import check_problem, grid_tables
 
     V, X, y, PI = problem(5, n=300, d=6, ndim=5, K=4)
     p = check_problem(X, y, PI, np.ones(4))
-    tables = grid_tables(_ksum.project(p.X, V, 2), p, 50, False, 2)
+    tables = grid_tables(_project.project(p.X, V, 2), p, 50, False, 2)
     got = tables.subset_values([3, 1], [0, 2, 4], np.log(PI))
     want = [f_NB_cpp(V[:, [3, 1, j]], X, y, PI, np.ones(4), nbin=50) for j in (0, 2, 4)]
     np.testing.assert_allclose(got, want, rtol=1e-14)
@@ -395,12 +395,12 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
     that the base and a candidate put points in different classes by up to
     2000 nats (the factored sum underflows past about 575): each point takes
     one path or the other, and both must give the direct value."""
-    from pyopnb import _ksum
+    from pyopnb import _project
     from pyopnb.objective import check_problem, grid_tables
 
     V, X, y, PI = problem(11, n=400, d=5, ndim=4, K=3)
     p = check_problem(X, y, PI, np.ones(3))
-    tables = grid_tables(_ksum.project(p.X, V, 2), p, 40, False, 2)
+    tables = grid_tables(_project.project(p.X, V, 2), p, 40, False, 2)
     logprior = np.log(PI)
     T = tables.logS_lin.reshape(4, 40, 3)
     plain = tables.subset_values([0], [1, 2, 3], logprior)
@@ -428,7 +428,7 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
 
 
 def test_r_column_statistics_are_long_double_sums_in_order():
-    from pyopnb import _ksum
+    from pyopnb import _project
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(501, 5)) * np.array([1e-8, 1.0, 1e3, 1e8, 3.0]) + 1e4
@@ -437,8 +437,8 @@ def test_r_column_statistics_are_long_double_sums_in_order():
         for v in X[:, j]:
             s = s + np.longdouble(v)
         for threads in (1, 2, 3, 8):  # columns split among threads: each sum's order is fixed
-            assert _ksum.r_colmeans(X, threads)[j] == float(s / 501)
-    Xc = X - _ksum.r_colmeans(X, 2)
+            assert _project.r_colmeans(X, threads)[j] == float(s / 501)
+    Xc = X - _project.r_colmeans(X, 2)
     xl = Xc[:, 2].astype(np.longdouble)
     m = np.longdouble(0)
     for v in xl:
@@ -452,9 +452,9 @@ def test_r_column_statistics_are_long_double_sums_in_order():
     for v in xl:
         ss = ss + (v - m) * (v - m)
     for threads in (1, 2, 7):
-        assert _ksum.r_sd(Xc, threads)[2] == np.sqrt(float(ss / 500))
+        assert _project.r_sd(Xc, threads)[2] == np.sqrt(float(ss / 500))
     with pytest.raises(ValueError, match="two rows"):
-        _ksum.r_sd(Xc[:1], 1)
+        _project.r_sd(Xc[:1], 1)
 
 
 def test_tiny_gradient_against_a_coarser_difference():

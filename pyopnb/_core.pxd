@@ -1,0 +1,28 @@
+# Declarations shared by the compiled modules (this file has no module of its own).
+cimport numpy as cnp
+
+cdef extern from "_core.h" nogil:
+    void* _alloc(size_t nbytes)     # large scratch on transparent huge pages
+    int _thread_id()                # OpenMP's thread number (0 without OpenMP)
+    int _max_threads()              # omp_get_max_threads() (1 without OpenMP)
+
+# binning modes of the OPNB objective
+cdef enum:
+    EXACT = 0      # anchors are the sorted points themselves
+    SIMPLE = 1     # whole weight to the grid point at or left (R's df_NB_cpp)
+    LINEAR = 2     # weight split linearly between the two grid points
+
+# the highest power a of the kernel sum_{k <= a} beta_k |u|^k exp(-|u|)
+cdef enum:
+    _MAX_ORDER = 62
+
+
+cdef inline double* _data_or_null(object arr) except? NULL:
+    """The data of a C-contiguous float64 array of ours (kept alive by the
+    caller), or NULL for None."""
+    if arr is None:
+        return NULL
+    cdef cnp.ndarray a = arr
+    if cnp.PyArray_TYPE(a) != cnp.NPY_DOUBLE or not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        raise ValueError("expected a C-contiguous float64 array")
+    return <double*> cnp.PyArray_DATA(a)

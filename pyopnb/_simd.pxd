@@ -1,0 +1,13 @@
+# The two-lane kernels of _simd.h (this file has no module of its own).
+
+cdef extern from "_simd.h" nogil:
+    # t[m] = d^m exp(-d), m = 0..a: one gap of d >= 0 bandwidths
+    void pyopnb_decay(double d, int a, double* t)
+    # the same for each of r bandwidths h[c], into t[c (a+1) + m]
+    void pyopnb_decays(double dist, const double* h, int r, int a, double* t)
+    # one point as an evaluation point in one column of the gradient
+    double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
+                             int y, int K, const double* h, bint shared)
+    # one row of Z' = (X V)' in R's summation order
+    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
+                            Py_ssize_t nd, double* zt, Py_ssize_t n)

@@ -1,0 +1,177 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
+# distutils: language = c++
+"""A stable LSD radix argsort (11-bit digits) of doubles, on any number of threads."""
+import numpy as np
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
+
+from pyopnb._core cimport _alloc, _thread_id
+
+
+cdef inline unsigned long long _sort_key(double v) noexcept nogil:
+    # IEEE bits, flipped so that unsigned order is numeric order (-0 is 0:
+    # a stable sort keeps the two in input order, as numpy's does)
+    cdef unsigned long long u
+    v = v + 0.0
+    memcpy(&u, &v, 8)
+    if u >> 63:
+        return ~u
+    return u | (<unsigned long long> 1 << 63)
+
+
+# Keys are radix-sorted in cache-sized chunks (in parallel), then merged:
+# one radix pass over 1e6 keys misses the cache on every write.
+DEF DIGIT = 11
+DEF NBUCKET = 2048
+DEF NPASS = 6
+DEF CHUNK = 65536
+
+
+cdef struct KeyIdx:
+    unsigned long long key
+    Py_ssize_t idx
+
+
+cdef void _radix(KeyIdx* a0, KeyIdx* a1, Py_ssize_t n, Py_ssize_t* counts) noexcept nogil:
+    """Stable LSD radix sort of a0[:n] by key; the result ends in a0 (a1 is scratch)."""
+    cdef Py_ssize_t i, tot, cnt
+    cdef int p, b, shift
+    cdef bint skip
+    cdef KeyIdx* tmp
+    cdef KeyIdx* orig = a0
+    memset(counts, 0, NPASS * NBUCKET * sizeof(Py_ssize_t))
+    for i in range(n):
+        for p in range(NPASS):
+            counts[p * NBUCKET + ((a0[i].key >> (DIGIT * p)) & (NBUCKET - 1))] += 1
+    for p in range(NPASS):
+        shift = DIGIT * p
+        skip = False
+        tot = 0
+        for b in range(NBUCKET):
+            cnt = counts[p * NBUCKET + b]
+            if cnt == n:
+                skip = True   # every key has this digit
+            counts[p * NBUCKET + b] = tot
+            tot += cnt
+        if skip:
+            continue
+        for i in range(n):
+            b = (a0[i].key >> shift) & (NBUCKET - 1)
+            a1[counts[p * NBUCKET + b]] = a0[i]
+            counts[p * NBUCKET + b] += 1
+        tmp = a0; a0 = a1; a1 = tmp
+    if a0 != orig:
+        memcpy(orig, a0, n * sizeof(KeyIdx))
+
+
+cdef void _merge(const KeyIdx* a, Py_ssize_t na, const KeyIdx* b, Py_ssize_t nb, KeyIdx* out) noexcept nogil:
+    """Stable merge (ties from a first)."""
+    cdef Py_ssize_t i = 0, j = 0, o = 0
+    while i < na and j < nb:
+        if b[j].key < a[i].key:
+            out[o] = b[j]
+            j += 1
+        else:
+            out[o] = a[i]
+            i += 1
+        o += 1
+    if i < na:
+        memcpy(&out[o], &a[i], (na - i) * sizeof(KeyIdx))
+    if j < nb:
+        memcpy(&out[o], &b[j], (nb - j) * sizeof(KeyIdx))
+
+
+cdef inline double _key_value(unsigned long long u) noexcept nogil:
+    """The double whose _sort_key is u."""
+    cdef double v
+    if u >> 63:
+        u &= ~(<unsigned long long> 1 << 63)
+    else:
+        u = ~u
+    memcpy(&v, &u, 8)
+    return v
+
+
+cdef Py_ssize_t _merge_split(const KeyIdx* a, Py_ssize_t na, const KeyIdx* b, Py_ssize_t nb,
+                             Py_ssize_t k) noexcept nogil:
+    """How many of the first k outputs of the stable merge of a and b come from a."""
+    cdef Py_ssize_t lo = max(0, k - nb), hi = min(k, na), i
+    while lo < hi:
+        i = (lo + hi) // 2
+        # a[i] precedes b[k-i-1] (ties from a first): more than i come from a
+        if a[i].key <= b[k - i - 1].key:
+            lo = i + 1
+        else:
+            hi = i
+    return lo
+
+
+cdef void _merge_level(const KeyIdx* src, KeyIdx* dst, Py_ssize_t n, Py_ssize_t width,
+                       int nthr) noexcept nogil:
+    """Merge the sorted runs src[c w : (c+1) w] pairwise into dst. Each merge is
+    cut into pieces by output position (merge path), so that the last levels,
+    with fewer merges than threads, still keep every thread busy (the output
+    is the stable merge whatever the pieces)."""
+    cdef Py_ssize_t nmerge = (n + 2 * width - 1) // (2 * width)
+    cdef Py_ssize_t npiece = max(1, (2 * nthr + nmerge - 1) // nmerge)
+    cdef Py_ssize_t t, c, p, lo, mid, hi, k0, k1, i0, i1
+    for t in prange(nmerge * npiece, num_threads=nthr, schedule='static'):
+        c = t // npiece
+        p = t % npiece
+        lo = c * 2 * width
+        mid = min(lo + width, n)
+        hi = min(lo + 2 * width, n)
+        k0 = (hi - lo) * p // npiece
+        k1 = (hi - lo) * (p + 1) // npiece
+        i0 = _merge_split(&src[lo], mid - lo, &src[mid], hi - mid, k0)
+        i1 = _merge_split(&src[lo], mid - lo, &src[mid], hi - mid, k1)
+        _merge(&src[lo + i0], i1 - i0, &src[mid + k0 - i0], (k1 - i1) - (k0 - i0), &dst[lo + k0])
+
+
+cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, int nthr) noexcept nogil:
+    """order = a stable argsort of x[:n], and xs = x[order] unless xs is NULL
+    (read back from the keys: no gather), on nthr threads (the order does not
+    depend on them). Returns -1 when out of memory."""
+    cdef KeyIdx* a0 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
+    cdef KeyIdx* a1 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
+    cdef Py_ssize_t nchunk = (n + CHUNK - 1) // CHUNK
+    cdef Py_ssize_t* counts = <Py_ssize_t*> malloc(nthr * NPASS * NBUCKET * sizeof(Py_ssize_t))
+    cdef KeyIdx* tmp
+    cdef Py_ssize_t i, c, lo, width
+    cdef int tid
+    if a0 == NULL or a1 == NULL or counts == NULL:
+        free(a0); free(a1); free(counts)
+        return -1
+    for i in prange(n, num_threads=nthr, schedule='static'):
+        a0[i].key = _sort_key(x[i])
+        a0[i].idx = i
+    for c in prange(nchunk, num_threads=nthr, schedule='static'):
+        tid = _thread_id()
+        lo = c * CHUNK
+        _radix(&a0[lo], &a1[lo], min(CHUNK, n - lo), &counts[tid * NPASS * NBUCKET])
+    width = CHUNK
+    while width < n:
+        _merge_level(a0, a1, n, width, nthr)
+        tmp = a0; a0 = a1; a1 = tmp
+        width *= 2
+    for i in prange(n, num_threads=nthr, schedule='static'):
+        order[i] = a0[i].idx
+        if xs != NULL:
+            xs[i] = _key_value(a0[i].key)
+    free(a0); free(a1); free(counts)
+    return 0
+
+
+def argsort(const double[::1] x, int num_threads):
+    """Stable argsort of a float64 vector (radix sort; NaN-free input)."""
+    cdef Py_ssize_t n = x.shape[0]
+    out = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] ov = out
+    cdef int rc = 0
+    if n:
+        with nogil:
+            rc = _argsort(&x[0], n, &ov[0], NULL, max(1, num_threads))
+    if rc:
+        raise MemoryError("argsort: out of memory")
+    return out
