@@ -196,9 +196,23 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
+    cdef const double* t
+    cdef const double* src
+    cdef double* dst
     for c in range(r):
         for k in range(a1):
             Lincl[c * a1 + k] = _dep(Ldep, dep_a1, 0, r, c, k)
+    if a == 1 and dep_a1 == 1:
+        # the default kernel, weights on the anchors (every sum but the exact
+        # binned gradient's): the loop below unrolled, the same operations
+        for g in range(1, G):
+            for c in range(r):
+                t = _gap_decay(T, g, c, r, 2, shared)
+                src = &Lincl[(g - 1) * row + c * 2]
+                dst = &Lincl[g * row + c * 2]
+                dst[0] = t[0] * src[0] + Ldep[g * r + c]
+                dst[1] = (t[0] * src[1] + t[1] * src[0]) + 0.0
+        return
     for g in range(1, G):
         for c in range(r):
             _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_decay(T, g, c, r, a1, shared), binom)
@@ -215,9 +229,27 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
     cdef double buf[64]
     cdef double inc[64]
     cdef const double* t
+    cdef const double* src
+    cdef double* dst
+    cdef double i0, i1
     if on_anchor:
         for k in range(row):
             R[(G - 1) * row + k] = 0.0
+    if on_anchor and a == 1 and dep_a1 == 1:
+        # the default kernel, weights on the anchors: the loop below unrolled,
+        # the same operations
+        g = G - 2
+        while g >= 0:
+            for c in range(r):
+                t = _gap_decay(T, g + 1, c, r, 2, shared)
+                src = &R[(g + 1) * row + c * 2]
+                dst = &R[g * row + c * 2]
+                i0 = src[0] + Ldep[(g + 1) * r + c]
+                i1 = src[1] + 0.0
+                dst[0] = t[0] * i0
+                dst[1] = t[0] * i1 + t[1] * i0
+            g -= 1
+        return
     g = G - 2
     while g >= 0:
         for c in range(r):

@@ -118,6 +118,14 @@ static inline void pyopnb_decays(double dist, const double* h, int r, int a, dou
         double* t1 = t0 + a1;
         if (d[0] < PYOPNB_SMALL && d[1] < PYOPNB_SMALL) {
             const pyopnb_v2d e = pyopnb_exp_series(d);
+            if (a == 1) {  /* the default kernel: its two powers in one product */
+                const pyopnb_v2d ed = e * d;
+                t0[0] = e[0];
+                t0[1] = ed[0];
+                t1[0] = e[1];
+                t1[1] = ed[1];
+                continue;
+            }
             t0[0] = e[0];
             t1[0] = e[1];
             for (int m = 1; m <= a; ++m) {
