@@ -337,6 +337,10 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
     cdef const double* Rv
     cdef bint hasL, hasR, onanchor, moved
     cdef double s, dd, dl = 0.0, dr = 0.0, sr, rawl = 0.0, rawr = 0.0
+    cdef const double* Lg
+    cdef const double* Rg
+    cdef double b0 = ker.beta[0], b1 = ker.beta[1] if a >= 1 else 0.0
+    cdef double g0 = ker.gamma[0], g1 = ker.gamma[1] if a >= 1 else 0.0
     for k in range(a1):
         zero[k] = 0.0
     for j in range(m):
@@ -345,6 +349,18 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
         hasL = g >= 0
         onanchor = hasL and e[j] == anchors[g]
         hasR = onanchor or g + 1 < G
+        if onanchor and a == 1 and not logS:
+            # a point on its anchor (every exact sum at the sample), default
+            # kernel: the tables as they are, the sums below unrolled (the
+            # same operations)
+            Lg = &Lincl[g * row]
+            Rg = &Rexcl[g * row]
+            for c in range(r):
+                if S != NULL:
+                    S[o * r + c] = (0.0 + b0 * (Lg[2 * c] + Rg[2 * c])) + b1 * (Lg[2 * c + 1] + Rg[2 * c + 1])
+                if D != NULL:
+                    D[o * r + c] = (0.0 + g0 * (Lg[2 * c] - Rg[2 * c])) + g1 * (Lg[2 * c + 1] - Rg[2 * c + 1])
+            continue
         rawl = e[j] - anchors[g] if hasL else 0.0
         rawr = anchors[g + 1] - e[j] if hasR and not onanchor else 0.0
         # a point on its anchor (every exact sum at the sample) reads the
