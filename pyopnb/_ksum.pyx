@@ -37,7 +37,7 @@ from libc.stdlib cimport free
 from libc.string cimport memset
 
 from pyopnb._core cimport _MAX_ORDER, _alloc, _data_or_null, _max_threads
-from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decays as _decays
+from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decays as _decays, pyopnb_exps as _exps
 from pyopnb._sort cimport _argsort
 
 cnp.import_array()
@@ -72,7 +72,9 @@ cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil:
 
 def gap_decays(const double[::1] dist, const double[::1] h, int a):
     """T [m, r, a+1]: d^k exp(-d), d = dist[j] / h[c], as the recursion takes
-    each gap in the class bandwidths h (r > 1 of them) or in one (r = 1)."""
+    each gap in the class bandwidths h (r > 1 of them) or in one (r = 1);
+    with class bandwidths and a = 0, exp(-d) as the default kernel's
+    recursion takes it (its half-size table)."""
     cdef Py_ssize_t m = dist.shape[0], j
     cdef int r = h.shape[0]
     if r < 1 or a < 0 or a > MAX_ORDER:
@@ -82,6 +84,8 @@ def gap_decays(const double[::1] dist, const double[::1] h, int a):
     for j in range(m):
         if r == 1:
             _decay(dist[j] / h[0], a, &tv[j, 0, 0])
+        elif a == 0:
+            _exps(dist[j], &h[0], r, &tv[j, 0, 0])
         else:
             _decays(dist[j], &h[0], r, a, &tv[j, 0, 0])
     return T
@@ -162,21 +166,30 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     passes then run side by side when nthr > 1.
     """
     cdef Py_ssize_t g
-    cdef int part
+    cdef int part, c
     cdef int a1 = a + 1
     if G == 0:
         return
+    # class bandwidths, default kernel, weights on the anchors (every exact
+    # sum at the sample): a table of exp(-d) alone, [G, r], row 0 (no gap)
+    # holding 1 / h; the passes form d exp(-d) from the gap
+    cdef bint half = not shared and a == 1 and dep_a1 == 1 and on_anchor
     if shared:
         for g in prange(1, G, num_threads=nthr, schedule="static"):
             _decay((anchors[g] - anchors[g - 1]) / h[0], a, &T[g * a1])
+    elif half:
+        for c in range(r):
+            T[c] = 1.0 / h[c]
+        for g in prange(1, G, num_threads=nthr, schedule="static"):
+            _exps(anchors[g] - anchors[g - 1], h, r, &T[g * r])
     else:
         for g in prange(1, G, num_threads=nthr, schedule="static"):
             _decays(anchors[g] - anchors[g - 1], h, r, a, &T[g * r * a1])
     for part in prange(2, num_threads=min(2, nthr), schedule="static"):
         if part == 0:
-            _forward(G, r, a, binom, T, shared, Ldep, dep_a1, Lincl)
+            _forward(G, r, a, binom, T, shared, half, anchors, Ldep, dep_a1, Lincl)
         else:
-            _backward(G, r, a, binom, T, shared, Ldep, dep_a1, R, on_anchor)
+            _backward(G, r, a, binom, T, shared, half, anchors, Ldep, dep_a1, R, on_anchor)
 
 
 cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int c, int k) noexcept nogil:
@@ -190,7 +203,7 @@ cdef inline const double* _gap_decay(const double* T, Py_ssize_t g, int c, int r
 
 
 cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double* T, bint shared,
-                   const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
+                   bint half, const double* anchors, const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
     cdef Py_ssize_t g
     cdef int c, k
     cdef int a1 = a + 1
@@ -199,6 +212,7 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
     cdef const double* t
     cdef const double* src
     cdef double* dst
+    cdef double t0, t1, gap = 0.0
     for c in range(r):
         for k in range(a1):
             Lincl[c * a1 + k] = _dep(Ldep, dep_a1, 0, r, c, k)
@@ -206,12 +220,20 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
         # the default kernel, weights on the anchors (every sum but the exact
         # binned gradient's): the loop below unrolled, the same operations
         for g in range(1, G):
+            if half:
+                gap = anchors[g] - anchors[g - 1]
             for c in range(r):
-                t = _gap_decay(T, g, c, r, 2, shared)
+                if half:
+                    t0 = T[g * r + c]
+                    t1 = t0 * (gap * T[c])
+                else:
+                    t = _gap_decay(T, g, c, r, 2, shared)
+                    t0 = t[0]
+                    t1 = t[1]
                 src = &Lincl[(g - 1) * row + c * 2]
                 dst = &Lincl[g * row + c * 2]
-                dst[0] = t[0] * src[0] + Ldep[g * r + c]
-                dst[1] = (t[0] * src[1] + t[1] * src[0]) + 0.0
+                dst[0] = t0 * src[0] + Ldep[g * r + c]
+                dst[1] = (t0 * src[1] + t1 * src[0]) + 0.0
         return
     for g in range(1, G):
         for c in range(r):
@@ -221,7 +243,8 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
 
 
 cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const double* T, bint shared,
-                    const double* Ldep, int dep_a1, double* R, bint on_anchor) noexcept nogil:
+                    bint half, const double* anchors, const double* Ldep, int dep_a1, double* R,
+                    bint on_anchor) noexcept nogil:
     cdef Py_ssize_t g
     cdef int c, k
     cdef int a1 = a + 1
@@ -231,7 +254,7 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
     cdef const double* t
     cdef const double* src
     cdef double* dst
-    cdef double i0, i1
+    cdef double i0, i1, t0, t1, gap = 0.0
     if on_anchor:
         for k in range(row):
             R[(G - 1) * row + k] = 0.0
@@ -240,14 +263,22 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
         # the same operations
         g = G - 2
         while g >= 0:
+            if half:
+                gap = anchors[g + 1] - anchors[g]
             for c in range(r):
-                t = _gap_decay(T, g + 1, c, r, 2, shared)
+                if half:
+                    t0 = T[(g + 1) * r + c]
+                    t1 = t0 * (gap * T[c])
+                else:
+                    t = _gap_decay(T, g + 1, c, r, 2, shared)
+                    t0 = t[0]
+                    t1 = t[1]
                 src = &R[(g + 1) * row + c * 2]
                 dst = &R[g * row + c * 2]
                 i0 = src[0] + Ldep[(g + 1) * r + c]
                 i1 = src[1] + 0.0
-                dst[0] = t[0] * i0
-                dst[1] = t[0] * i1 + t[1] * i0
+                dst[0] = t0 * i0
+                dst[1] = t0 * i1 + t1 * i0
             g -= 1
         return
     g = G - 2

@@ -149,6 +149,28 @@ static inline void pyopnb_decays(double dist, const double* h, int r, int a, dou
     }
 }
 
+/* e[c] = exp(-dist / h[c]) for c < r: the decays of one gap for the default
+ * kernel's recursion with class bandwidths, whose passes form
+ * d exp(-d) themselves (a table half the size). As pyopnb_decays: the
+ * series where d is small, two classes at a time, exp elsewhere. */
+static inline void pyopnb_exps(double dist, const double* h, int r, double* e) {
+    int c = 0;
+    for (; c + 2 <= r; c += 2) {
+        const pyopnb_v2d d = pyopnb_v2d{dist, dist} / pyopnb_load2(h + c);
+        if (d[0] < PYOPNB_SMALL && d[1] < PYOPNB_SMALL) {
+            const pyopnb_v2d v = pyopnb_exp_series(d);
+            memcpy(e + c, &v, sizeof v);
+        } else {
+            e[c] = exp(-d[0]);
+            e[c + 1] = exp(-d[1]);
+        }
+    }
+    if (c < r) {
+        const double d = dist / h[c];
+        e[c] = d < PYOPNB_SMALL ? pyopnb_exp_series(d) : exp(-d);
+    }
+}
+
 /* One point as an evaluation point in one column of the gradient:
  * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k,
  * and the result 0 - sum_k c_k D_k / h_k. With one bandwidth (shared, h[0]:

@@ -5,6 +5,8 @@ cdef extern from "_simd.h" nogil:
     void pyopnb_decay(double d, int a, double* t)
     # the same for each of r bandwidths h[c], into t[c (a+1) + m]
     void pyopnb_decays(double dist, const double* h, int r, int a, double* t)
+    # e[c] = exp(-dist / h[c]) for c < r
+    void pyopnb_exps(double dist, const double* h, int r, double* e)
     # one point as an evaluation point in one column of the gradient
     double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
                              int y, int K, const double* h, bint shared)

@@ -245,8 +245,9 @@ def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, thr
 
 def test_class_bandwidth_decays_within_an_ulp():
     """Each gap's decays in every class bandwidth (a series below 1/64
-    bandwidths, exp above; the far form past 600) against numpy, and the
-    one-bandwidth decays (R's path) exactly as exp(-d) d^k."""
+    bandwidths, exp above; the far form past 600) against numpy, exp(-d)
+    alone likewise, and the one-bandwidth decays (R's path) exactly as
+    exp(-d) d^k."""
     from pyopnb import _ksum
 
     rng = np.random.default_rng(3)
@@ -264,6 +265,10 @@ def test_class_bandwidth_decays_within_an_ulp():
     # far away, exp(k log d - d): the rounding of an argument near -600
     np.testing.assert_allclose(T[~near], ref[~near], rtol=1e-13, atol=0)
     assert T[0, :, 0].tolist() == [1.0] * 5 and not T[0, :, 1:].any()
+    # exp(-d) alone (the default kernel's table with class bandwidths)
+    E = _ksum.gap_decays(d, h, 0)[..., 0]
+    assert np.max(np.abs(E - ref[..., 0])[near] / np.spacing(ref[..., 0][near])) <= 1.0
+    np.testing.assert_allclose(E[~near], ref[..., 0][~near], rtol=1e-13, atol=0)
     one = _ksum.gap_decays(d, h[:1], 2)[:, 0]
     with np.errstate(under="ignore"):
         exact = np.exp(-(d / h[0]))
