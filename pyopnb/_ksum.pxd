@@ -11,7 +11,7 @@ cdef struct Tables:
     double* Ldep
     double* Lincl
     double* R
-    double* T       # each gap's decays (see _recurse)
+    double* T       # each gap's decays: [G, a+1] with one bandwidth, [G, r] with class bandwidths (see _recurse)
 
 
 cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil

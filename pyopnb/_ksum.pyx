@@ -37,7 +37,7 @@ from libc.stdlib cimport free
 from libc.string cimport memset
 
 from pyopnb._core cimport _MAX_ORDER, _alloc, _data_or_null, _max_threads
-from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decays as _decays, pyopnb_exps as _exps
+from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
 from pyopnb._sort cimport _argsort
 
 cnp.import_array()
@@ -72,22 +72,22 @@ cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil:
 
 def gap_decays(const double[::1] dist, const double[::1] h, int a):
     """T [m, r, a+1]: d^k exp(-d), d = dist[j] / h[c], as the recursion takes
-    each gap in the class bandwidths h (r > 1 of them) or in one (r = 1);
-    with class bandwidths and a = 0, exp(-d) as the default kernel's
-    recursion takes it (its half-size table)."""
+    each gap in the class bandwidths h (r > 1 of them) or in one (r = 1)."""
     cdef Py_ssize_t m = dist.shape[0], j
-    cdef int r = h.shape[0]
+    cdef int r = h.shape[0], c
     if r < 1 or a < 0 or a > MAX_ORDER:
         raise ValueError("need a bandwidth and 0 <= a <= MAX_ORDER")
     T = np.empty((m, r, a + 1))
+    E = np.empty(r)
     cdef double[:, :, ::1] tv = T
+    cdef double[::1] ev = E
     for j in range(m):
         if r == 1:
             _decay(dist[j] / h[0], a, &tv[j, 0, 0])
-        elif a == 0:
-            _exps(dist[j], &h[0], r, &tv[j, 0, 0])
-        else:
-            _decays(dist[j], &h[0], r, a, &tv[j, 0, 0])
+            continue
+        _exps(dist[j], &h[0], r, &ev[0])
+        for c in range(r):
+            _decay_from_exp(ev[c], dist[j] / h[c], a, &tv[j, c, 0])
     return T
 
 
@@ -155,64 +155,61 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     on_anchor, R[g] = shift(R[g+1] + Ldep[g+1]).
 
     Weight column c has bandwidth h[c], or h[0] for all when shared (every
-    R fit): then each gap has one decay row, T [G, a+1]; otherwise a row per
-    column, T [G, r, a+1]. Either way the classes go through one pass over
-    the anchors, so class bandwidths cost only their exponentials.
+    R fit); either way the classes go through one pass over the anchors.
+    Each gap's decays are computed once, on nthr threads: with one bandwidth
+    its row d^m exp(-d), T [G, a+1]; with class bandwidths exp(-d) of each
+    class, T [G, r], each row formed as the passes read it (a table of whole
+    rows was a+1 times larger, and writing and reading it cost more than the
+    products).
     Ldep[g, c, k] is Ldep[(g r + c) dep_a1 + k], and 0 for k >= dep_a1: with
     dep_a1 = 1 it is just the weights sitting on the anchors (order 0).
-    on_anchor: every sample sits on an anchor, so a point's right-table entry
-    is its own weight shifted one gap left, and R needs no deposits (nor
-    zeroing). Each gap's decay is computed once (on nthr threads); the two
-    passes then run side by side when nthr > 1.
+    on_anchor: every sample sits on an anchor (so dep_a1 = 1), a point's
+    right-table entry is its own weight shifted one gap left, and R needs no
+    deposits (nor zeroing). The two passes run side by side when nthr > 1.
     """
     cdef Py_ssize_t g
-    cdef int part, c
+    cdef int part
     cdef int a1 = a + 1
     if G == 0:
         return
-    # class bandwidths, default kernel, weights on the anchors (every exact
-    # sum at the sample): a table of exp(-d) alone, [G, r], row 0 (no gap)
-    # holding 1 / h; the passes form d exp(-d) from the gap
-    cdef bint half = not shared and a == 1 and dep_a1 == 1 and on_anchor
     if shared:
         for g in prange(1, G, num_threads=nthr, schedule="static"):
             _decay((anchors[g] - anchors[g - 1]) / h[0], a, &T[g * a1])
-    elif half:
-        for c in range(r):
-            T[c] = 1.0 / h[c]
-        for g in prange(1, G, num_threads=nthr, schedule="static"):
-            _exps(anchors[g] - anchors[g - 1], h, r, &T[g * r])
     else:
         for g in prange(1, G, num_threads=nthr, schedule="static"):
-            _decays(anchors[g] - anchors[g - 1], h, r, a, &T[g * r * a1])
+            _exps(anchors[g] - anchors[g - 1], h, r, &T[g * r])
     for part in prange(2, num_threads=min(2, nthr), schedule="static"):
         if part == 0:
-            _forward(G, r, a, binom, T, shared, half, anchors, Ldep, dep_a1, Lincl)
+            _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)
         else:
-            _backward(G, r, a, binom, T, shared, half, anchors, Ldep, dep_a1, R, on_anchor)
+            _backward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, R, on_anchor)
 
 
 cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int c, int k) noexcept nogil:
     return dep[(g * r + c) * dep_a1 + k] if k < dep_a1 else 0.0
 
 
-cdef inline const double* _gap_decay(const double* T, Py_ssize_t g, int c, int r, int a1,
-                                   bint shared) noexcept nogil:
-    """Gap g's decay row for weight column c (see _recurse)."""
-    return &T[g * a1] if shared else &T[(g * r + c) * a1]
+cdef inline const double* _gap_row(const double* anchors, const double* h, bint shared, const double* T,
+                                   Py_ssize_t g, int c, int r, int a, double* buf) noexcept nogil:
+    """Gap g's decay row d^m exp(-d) (anchors g-1 to g) for weight column c
+    (see _recurse): the table's row, or formed in buf from the class's exp(-d)."""
+    if shared:
+        return &T[g * (a + 1)]
+    _decay_from_exp(T[g * r + c], (anchors[g] - anchors[g - 1]) / h[c], a, buf)
+    return buf
 
 
-cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double* T, bint shared,
-                   bint half, const double* anchors, const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
+cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double* anchors, const double* h,
+                   bint shared, const double* T, const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
     cdef Py_ssize_t g
     cdef int c, k
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
+    cdef double tb[64]
     cdef const double* t
     cdef const double* src
     cdef double* dst
-    cdef double t0, t1, gap = 0.0
     for c in range(r):
         for k in range(a1):
             Lincl[c * a1 + k] = _dep(Ldep, dep_a1, 0, r, c, k)
@@ -220,30 +217,22 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
         # the default kernel, weights on the anchors (every sum but the exact
         # binned gradient's): the loop below unrolled, the same operations
         for g in range(1, G):
-            if half:
-                gap = anchors[g] - anchors[g - 1]
             for c in range(r):
-                if half:
-                    t0 = T[g * r + c]
-                    t1 = t0 * (gap * T[c])
-                else:
-                    t = _gap_decay(T, g, c, r, 2, shared)
-                    t0 = t[0]
-                    t1 = t[1]
+                t = _gap_row(anchors, h, shared, T, g, c, r, 1, tb)
                 src = &Lincl[(g - 1) * row + c * 2]
                 dst = &Lincl[g * row + c * 2]
-                dst[0] = t0 * src[0] + Ldep[g * r + c]
-                dst[1] = (t0 * src[1] + t1 * src[0]) + 0.0
+                dst[0] = t[0] * src[0] + Ldep[g * r + c]
+                dst[1] = (t[0] * src[1] + t[1] * src[0]) + 0.0
         return
     for g in range(1, G):
         for c in range(r):
-            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_decay(T, g, c, r, a1, shared), binom)
+            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_row(anchors, h, shared, T, g, c, r, a, tb), binom)
             for k in range(a1):
                 Lincl[g * row + c * a1 + k] = buf[k] + _dep(Ldep, dep_a1, g, r, c, k)
 
 
-cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const double* T, bint shared,
-                    bint half, const double* anchors, const double* Ldep, int dep_a1, double* R,
+cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const double* anchors, const double* h,
+                    bint shared, const double* T, const double* Ldep, int dep_a1, double* R,
                     bint on_anchor) noexcept nogil:
     cdef Py_ssize_t g
     cdef int c, k
@@ -251,40 +240,33 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
     cdef double inc[64]
+    cdef double tb[64]
     cdef const double* t
     cdef const double* src
     cdef double* dst
-    cdef double i0, i1, t0, t1, gap = 0.0
+    cdef double i0, i1
     if on_anchor:
         for k in range(row):
             R[(G - 1) * row + k] = 0.0
-    if on_anchor and a == 1 and dep_a1 == 1:
+    if on_anchor and a == 1:
         # the default kernel, weights on the anchors: the loop below unrolled,
         # the same operations
         g = G - 2
         while g >= 0:
-            if half:
-                gap = anchors[g + 1] - anchors[g]
             for c in range(r):
-                if half:
-                    t0 = T[(g + 1) * r + c]
-                    t1 = t0 * (gap * T[c])
-                else:
-                    t = _gap_decay(T, g + 1, c, r, 2, shared)
-                    t0 = t[0]
-                    t1 = t[1]
+                t = _gap_row(anchors, h, shared, T, g + 1, c, r, 1, tb)
                 src = &R[(g + 1) * row + c * 2]
                 dst = &R[g * row + c * 2]
                 i0 = src[0] + Ldep[(g + 1) * r + c]
                 i1 = src[1] + 0.0
-                dst[0] = t0 * i0
-                dst[1] = t0 * i1 + t1 * i0
+                dst[0] = t[0] * i0
+                dst[1] = t[0] * i1 + t[1] * i0
             g -= 1
         return
     g = G - 2
     while g >= 0:
         for c in range(r):
-            t = _gap_decay(T, g + 1, c, r, a1, shared)
+            t = _gap_row(anchors, h, shared, T, g + 1, c, r, a, tb)
             if on_anchor:
                 for k in range(a1):
                     inc[k] = R[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
@@ -444,7 +426,7 @@ cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint shared, bin
     tb.Ldep = <double*> _alloc(G * r * a1 * sizeof(double)) if deposits else NULL
     tb.Lincl = <double*> _alloc(G * r * a1 * sizeof(double))
     tb.R = <double*> _alloc(G * r * a1 * sizeof(double))
-    tb.T = <double*> _alloc(G * (1 if shared else r) * a1 * sizeof(double))
+    tb.T = <double*> _alloc(G * (a1 if shared else r) * sizeof(double))
     if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL or tb.T == NULL:
         return -1
     return 0

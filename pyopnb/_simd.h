@@ -13,7 +13,7 @@
  * adds its own sum in order, so the bits are the same as a scalar loop's.
  *
  * One exception, on the class-bandwidth path only (no R bits to keep):
- * pyopnb_decays takes small gaps' exponentials from a series, within an ulp.
+ * pyopnb_exps takes small gaps' exponentials from a series, within an ulp.
  */
 #ifndef PYOPNB_SIMD_H
 #define PYOPNB_SIMD_H
@@ -92,6 +92,17 @@ static inline void pyopnb_decay(double d, int a, double* t) {
     }
 }
 
+/* t[m] = d^m exp(-d) for m = 0..a from e = exp(-d): pyopnb_decay's row,
+ * to the bit, without its exponential (e as pyopnb_exps gives it). */
+static inline void pyopnb_decay_from_exp(double e, double d, int a, double* t) {
+    if (d >= PYOPNB_FAR) {
+        pyopnb_decay(d, a, t);
+        return;
+    }
+    t[0] = e;
+    for (int m = 1; m <= a; ++m) t[m] = t[m - 1] * d;
+}
+
 /* exp(-d) for 0 <= d < PYOPNB_SMALL by its series to d^6, within an ulp of
  * glibc's exp (the first term left out, d^7 / 7!, is under 2^-60). For a
  * double or two lanes. */
@@ -103,56 +114,13 @@ static inline V pyopnb_exp_series(V d) {
     return one - d * (one - d * (0.5 - d * (1.0 / 6 - d * (1.0 / 24 - d * (1.0 / 120 - d * (1.0 / 720))))));
 }
 
-/* One gap in every class's bandwidth: t[c (a+1) + m] = d^m exp(-d),
- * d = dist / h[c], for c < r (class bandwidths, the journal's formulation).
- * This is K exponentials a gap where one bandwidth needs one. With many
- * points a gap is a small fraction of every bandwidth, and there the series
- * above replaces exp, two classes at a time: 3 times faster than exp. Other
- * gaps take pyopnb_decay. */
-static inline void pyopnb_decays(double dist, const double* h, int r, int a, double* t) {
-    const int a1 = a + 1;
-    int c = 0;
-    for (; c + 2 <= r; c += 2) {
-        const pyopnb_v2d d = pyopnb_v2d{dist, dist} / pyopnb_load2(h + c);
-        double* t0 = t + c * a1;
-        double* t1 = t0 + a1;
-        if (d[0] < PYOPNB_SMALL && d[1] < PYOPNB_SMALL) {
-            const pyopnb_v2d e = pyopnb_exp_series(d);
-            if (a == 1) {  /* the default kernel: its two powers in one product */
-                const pyopnb_v2d ed = e * d;
-                t0[0] = e[0];
-                t0[1] = ed[0];
-                t1[0] = e[1];
-                t1[1] = ed[1];
-                continue;
-            }
-            t0[0] = e[0];
-            t1[0] = e[1];
-            for (int m = 1; m <= a; ++m) {
-                t0[m] = t0[m - 1] * d[0];
-                t1[m] = t1[m - 1] * d[1];
-            }
-        } else {
-            pyopnb_decay(d[0], a, t0);
-            pyopnb_decay(d[1], a, t1);
-        }
-    }
-    if (c < r) {
-        const double d = dist / h[c];
-        double* t0 = t + c * a1;
-        if (d < PYOPNB_SMALL) {
-            t0[0] = pyopnb_exp_series(d);
-            for (int m = 1; m <= a; ++m) t0[m] = t0[m - 1] * d;
-        } else {
-            pyopnb_decay(d, a, t0);
-        }
-    }
-}
-
-/* e[c] = exp(-dist / h[c]) for c < r: the decays of one gap for the default
- * kernel's recursion with class bandwidths, whose passes form
- * d exp(-d) themselves (a table half the size). As pyopnb_decays: the
- * series where d is small, two classes at a time, exp elsewhere. */
+/* e[c] = exp(-dist / h[c]) for c < r: one gap in every class's bandwidth
+ * (class bandwidths, the journal's formulation). This is K exponentials a
+ * gap where one bandwidth needs one. With many points a gap is a small
+ * fraction of every bandwidth, and there the series above replaces exp, two
+ * classes at a time: 3 times faster than exp. The recursion tabulates these
+ * alone and forms each row d^m exp(-d) as it reads it
+ * (pyopnb_decay_from_exp): a table of whole rows was a+1 times larger. */
 static inline void pyopnb_exps(double dist, const double* h, int r, double* e) {
     int c = 0;
     for (; c + 2 <= r; c += 2) {

@@ -3,10 +3,10 @@
 cdef extern from "_simd.h" nogil:
     # t[m] = d^m exp(-d), m = 0..a: one gap of d >= 0 bandwidths
     void pyopnb_decay(double d, int a, double* t)
-    # the same for each of r bandwidths h[c], into t[c (a+1) + m]
-    void pyopnb_decays(double dist, const double* h, int r, int a, double* t)
-    # e[c] = exp(-dist / h[c]) for c < r
+    # e[c] = exp(-dist / h[c]) for c < r: one gap in each of r bandwidths
     void pyopnb_exps(double dist, const double* h, int r, double* e)
+    # pyopnb_decay's row from e = exp(-d)
+    void pyopnb_decay_from_exp(double e, double d, int a, double* t)
     # one point as an evaluation point in one column of the gradient
     double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
                              int y, int K, const double* h, bint shared)
