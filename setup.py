@@ -13,7 +13,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 openmp = [] if sys.platform == "darwin" else ["-fopenmp"]
-MODULES = ("_sort", "_ksum", "_passes", "_grid", "_project")
+MODULES = ("_sort", "_ksum", "_passes", "_grid", "_project", "_lbfgsb", "_linalg")
 
 extensions = [
     Extension(

@@ -414,7 +414,11 @@ cdef class GridTables:
         Tl3 = self.logS_lin.reshape(self.ndim, self.nbin, K)
         with np.errstate(invalid="ignore"):
             Mx = Tl3.max(axis=2)
-            Ex = np.exp(Tl3 - Mx[:, :, None]).reshape(self.ndim, self.TK)
+            Ex = np.ascontiguousarray((Tl3 - Mx[:, :, None]).reshape(self.ndim, self.TK))
+        cdef double[:, ::1] exv = Ex
+        for t in range(self.ndim):
+            for j in range(self.TK):
+                exv[t, j] = exp(exv[t, j])  # the C library's exp: numpy's differs by SIMD level
         cdef const double[:, ::1] Mv = Mx
         cdef const double[:, ::1] Ev = Ex
         part = np.zeros((nblk, nc))

@@ -11,7 +11,7 @@ R's binned objective as a fit evaluates it is _grid.GridTables.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport log
+from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 
@@ -497,3 +497,32 @@ def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1
         for i in range(n):
             total = total + tv[i]
     return total / n, post
+
+
+def posteriors(const double[:, ::1] logjoint, int num_threads):
+    """(log posteriors, posteriors) [m, K] from each row's log joint densities
+    log(PI_k f_k): the row's largest entry taken out before exp, the C
+    library's exp and log (numpy's differ by SIMD level). A row whose every
+    entry is -inf gives NaN, as the formula does."""
+    cdef Py_ssize_t m = logjoint.shape[0], i
+    cdef int K = logjoint.shape[1], k
+    logpost = np.empty((m, K))
+    post = np.empty((m, K))
+    cdef double[:, ::1] lv = logpost
+    cdef double[:, ::1] pv = post
+    cdef double mx, ssum, lse
+    with nogil:
+        for i in prange(m, num_threads=max(1, num_threads), schedule="static"):
+            mx = -INFINITY
+            for k in range(K):
+                if logjoint[i, k] > mx:
+                    mx = logjoint[i, k]
+            ssum = 0.0
+            for k in range(K):
+                pv[i, k] = exp(logjoint[i, k] - mx)
+                ssum = ssum + pv[i, k]
+            lse = mx + log(ssum)
+            for k in range(K):
+                pv[i, k] = pv[i, k] / ssum
+                lv[i, k] = logjoint[i, k] - lse
+    return logpost, post

@@ -86,13 +86,13 @@ def r_colmeans(const double[:, ::1] X, int num_threads):
     return out
 
 
-def r_sd(const double[:, ::1] X, int num_threads):
-    """R's sd of each column (n >= 2): a long-double mean refined once
+def r_var(const double[:, ::1] X, int num_threads):
+    """R's var of each column (n >= 2): a long-double mean refined once
     (m + sum(x - m) / n), then the long-double sum of squared deviations over
-    n - 1, its square root taken in double."""
+    n - 1, rounded to double."""
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], j
     if n < 2:
-        raise ValueError("sd needs at least two rows")
+        raise ValueError("var needs at least two rows")
     out = np.empty(p)
     cdef double[::1] ov = out
     cdef long double* m = <long double*> malloc(max(p, 1) * sizeof(long double))
@@ -109,6 +109,11 @@ def r_sd(const double[:, ::1] X, int num_threads):
             m[j] = m[j] + s[j] / n
         _col_sums(X, m, True, s, num_threads)
         for j in range(p):
-            ov[j] = sqrt(<double> (s[j] / (n - 1)))
+            ov[j] = <double> (s[j] / (n - 1))
     free(m); free(s)
     return out
+
+
+def r_sd(const double[:, ::1] X, int num_threads):
+    """R's sd of each column (n >= 2): the square root of :func:`r_var`, taken in double."""
+    return np.sqrt(r_var(X, num_threads))

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import numpy as np
 
-__all__ = ["available_cores", "resolve", "using", "blas_single_thread", "for_blocks", "block_matmul", "block_cov"]
+__all__ = ["available_cores", "resolve", "using", "for_blocks"]
 
 
 def available_cores() -> int:
@@ -75,24 +75,6 @@ def using(threads: int) -> Iterator[int]:
         _current.reset(token)
 
 
-_controller: Any = None
-
-
-def blas_single_thread() -> contextlib.AbstractContextManager:
-    """A context that keeps BLAS on one thread. OpenBLAS's idle threads spin,
-    and would take the cores from the core's OpenMP threads; where pyopnb
-    wants BLAS in parallel it calls it on blocks from its own threads
-    (:func:`block_matmul`)."""
-    global _controller
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # threadpoolctl comes with scikit-learn; without it, do nothing
-        return contextlib.nullcontext()
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
-
-
 _pools: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}
 
 
@@ -109,44 +91,10 @@ _ROWS = 65536
 
 def for_blocks(n: int, fn: Callable[[int, int], Any], threads: int) -> List[Any]:
     """[fn(s, e) for each block s:e of range(n)], in block order, the blocks
-    run on ``threads`` threads (NumPy and BLAS release the GIL). The blocks
-    are fixed by n alone (65536 rows, at most 64), so sums of the results
-    taken in order do not depend on the thread count."""
+    run on ``threads`` threads (NumPy releases the GIL). The blocks are
+    fixed by n alone (65536 rows, at most 64)."""
     nblk = max(1, min(64, -(-n // _ROWS)))
     edges = [n * b // nblk for b in range(nblk + 1)]
     if threads == 1 or nblk == 1:
         return [fn(edges[b], edges[b + 1]) for b in range(nblk)]
     return list(_pool(threads).map(lambda b: fn(edges[b], edges[b + 1]), range(nblk)))
-
-
-def _sum(parts: List[np.ndarray]) -> np.ndarray:
-    total = parts[0]
-    for p in parts[1:]:
-        total = total + p
-    return total
-
-
-def block_matmul(A: np.ndarray, B: np.ndarray, threads: int) -> np.ndarray:
-    """A @ B for A [m, n], B [n, q] with n large: single-threaded BLAS on the
-    blocks of :func:`for_blocks`, their products added in block order, so the
-    result does not depend on the thread count. One block is A @ B itself."""
-    if B.shape[0] <= _ROWS:
-        return A @ B  # one block: no change to BLAS's threads on every evaluation
-    with blas_single_thread():
-        return _sum(for_blocks(B.shape[0], lambda s, e: A[:, s:e] @ B[s:e], threads))
-
-
-def block_cov(X: np.ndarray, threads: int) -> np.ndarray:
-    """np.cov(X, rowvar=False); past one block (65536 rows) the centred
-    cross-products by blocks as :func:`block_matmul` (the same to rounding)."""
-    n = X.shape[0]
-    if n <= _ROWS or n < 2:
-        return np.cov(X, rowvar=False)
-    m = X.mean(axis=0)
-
-    def gram(s: int, e: int) -> np.ndarray:
-        c = X[s:e] - m
-        return c.T @ c
-
-    with blas_single_thread():
-        return _sum(for_blocks(n, gram, threads)) / (n - 1)

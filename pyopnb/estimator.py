@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeatures
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import column_names, feature_order, fit_data
-from .model import OPNB, OPNBModel, opnb_journal, predict
+from .model import OPNB, OPNBModel, _projection, opnb_journal, predict
 
 __all__ = ["OPNBClassifier"]
 
@@ -111,27 +111,27 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
                 X = X.iloc[:, pos]
         return validate_data(self, X, dtype=np.float64, reset=False)
 
-    def _predict_log(self, X: Any) -> np.ndarray:
-        X = self._validate_test(X)
-        return predict(self.model_, X, log=True)["log_posterior"]
+    def _predict(self, X: Any) -> dict:
+        X = self._validate_test(X)  # checks that the estimator is fitted
+        return predict(self.model_, X, log=True)
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Log posterior class probabilities, columns in ``classes_`` order."""
-        return self._predict_log(X)
+        return self._predict(X)["log_posterior"]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Posterior class probabilities, columns in ``classes_`` order."""
-        return np.exp(self._predict_log(X))
+        return self._predict(X)["posterior"]
 
     def predict(self, X: Any) -> np.ndarray:
         """The class of largest posterior (the first on ties)."""
-        logp = self._predict_log(X)
+        logp = self._predict(X)["log_posterior"]
         return self.classes_[np.argmax(logp, axis=1)]
 
     def transform(self, X: Any) -> np.ndarray:
-        """Projections ``(X - mu) @ V`` on the fitted columns."""
+        """Projections ``(X - mu) @ V`` on the fitted columns (summed in R's order)."""
         X = self._validate_test(X)
-        return (X - self.model_.mu) @ self.model_.V
+        return _projection(X, self.model_.mu, self.model_.V)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
-import scipy.linalg
 
-from . import _project, _threads
+from . import _linalg, _project, _threads
 from ._validation import as_positive_scalar
 from .objective import Problem, Workspace, check_problem, evaluate, evaluate_normalised
 
@@ -63,26 +62,28 @@ class Setup:
 def within_between(Xs: np.ndarray, codes: np.ndarray, K: int) -> Tuple[np.ndarray, np.ndarray]:
     """Sigma_W, the pooled within-class covariance (1/n) sum (x_i - mu_{y_i})(x_i - mu_{y_i})',
     and Sigma_B = (1/n) sum_k n_k (mu_k - mu)(mu_k - mu)'; Sigma_W + Sigma_B is
-    the total (biased) covariance."""
+    the total (biased) covariance. Every sum runs over the rows in order
+    (:mod:`pyopnb._linalg`), so the bits do not depend on the CPU."""
     n = Xs.shape[0]
+    thr = _threads.resolve()
     counts = np.bincount(codes, minlength=K)
-    means = np.zeros((K, Xs.shape[1]))
-    np.add.at(means, codes, Xs)
-    means /= counts[:, None]
-    R = Xs - means[codes]
-    Sw = (R.T @ R) / n
-    M = means - Xs.mean(axis=0)
-    Sb = (M.T * counts) @ M / n
+    onehot = np.zeros((n, K))
+    onehot[np.arange(n), codes] = 1.0
+    means = _linalg.crossprod(onehot, Xs, thr) / counts[:, None]
+    R = np.ascontiguousarray(Xs - means[codes])
+    Sw = _linalg.crossprod(R, R, thr) / n
+    M = np.ascontiguousarray(means - _linalg.r_colsums(np.ascontiguousarray(Xs)) / n)
+    Sb = _linalg.crossprod(np.ascontiguousarray(M * counts[:, None]), M, thr) / n
     return (Sw + Sw.T) / 2, (Sb + Sb.T) / 2
 
 
 def _inv_sqrt(S: np.ndarray) -> Tuple[np.ndarray, int]:
     """S^(-1/2) on the range of a symmetric PSD matrix (a pseudo-inverse square
     root: eigenvalues under 1e-10 of the largest count as zero), and S's rank."""
-    vals, vecs = np.linalg.eigh(S)
+    vals, vecs = _linalg.eigh(S)
     keep = vals > _RANK_TOL * max(vals.max(), 0.0) if vals.size else np.zeros(0, bool)
     U = vecs[:, keep]
-    return (U / np.sqrt(vals[keep])) @ U.T, int(keep.sum())
+    return _linalg.matmul(U / np.sqrt(vals[keep]), U.T), int(keep.sum())
 
 
 def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int) -> np.ndarray:
@@ -95,29 +96,30 @@ def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int) -> np.ndarra
     working on its range: the directions are those of its pseudo-inverse,
     Sigma_W^+ Sigma_B, so no direction along which the classes do not vary is
     ever divided by zero, and the principal components fill the rest.
+    Eigenvectors come from :func:`pyopnb._linalg.eigh` (its sign convention:
+    each vector's largest entry positive), products in a fixed order.
     """
     d = Xs.shape[1]
+    thr = _threads.resolve()
+    Xs = np.ascontiguousarray(Xs, dtype=np.float64)
     Sw, Sb = within_between(Xs, codes, K)
     W, _ = _inv_sqrt(Sw)
-    vals, vecs = np.linalg.eigh(W @ Sb @ W)
-    order = np.argsort(vals)[::-1]
-    vals, vecs = vals[order], vecs[:, order]
+    vals, vecs = _linalg.eigh(_linalg.matmul(_linalg.matmul(W, Sb), W))
     top = max(vals[0], 0.0) if vals.size else 0.0
     r = int(min(ndim, K - 1, np.sum(vals > _RANK_TOL * top))) if top > 0 else 0
-    D = W @ vecs[:, :r]
+    D = _linalg.matmul(W, vecs[:, :r])
     if r:
-        D /= np.linalg.norm(D, axis=0)
+        D /= _linalg.col_norms(D)
     if r == ndim:
         return np.ascontiguousarray(D)
     # principal components of the data with the discriminant directions projected out
-    Q = np.linalg.qr(D)[0] if r else np.zeros((d, 0))
-    Xp = Xs - (Xs @ Q) @ Q.T
-    C = np.cov(Xp, rowvar=False).reshape(d, d)
-    pvals, pvecs = scipy.linalg.eigh(C)
-    pvecs = pvecs[:, ::-1]
+    Q = _linalg.orthonormal(D) if r else np.zeros((d, 0))
+    Xp = np.ascontiguousarray(Xs - _linalg.matmul(_linalg.matmul(Xs, Q, thr), Q.T, thr)) if r else Xs
+    C = _linalg.r_cov(Xp, thr)
+    pvals, pvecs = _linalg.eigh(C)
     # the PCs are orthogonal to Q where C has rank; make sure, then complete
-    P = pvecs - Q @ (Q.T @ pvecs)
-    norms = np.linalg.norm(P, axis=0)
+    P = pvecs - _linalg.matmul(Q, _linalg.crossprod(Q, pvecs, thr)) if r else pvecs
+    norms = _linalg.col_norms(P)
     cols = [P[:, j] / norms[j] for j in range(d) if norms[j] > 1e-8][: ndim - r]
     V = np.column_stack([D] + cols) if cols else D
     if V.shape[1] < ndim:
@@ -130,16 +132,19 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
     """h_k = 0.54 gamma (trace(Sigma_k) / p)^(1/2) n_k^(-1/5): Sigma_k the
     sample covariance (n_k - 1) of class k, p the number of columns that vary
     (zeroed constant columns are not counted). One bandwidth per class,
-    used on every projected column."""
-    p = int(np.sum(Xs.var(axis=0) > 0)) or Xs.shape[1]
+    used on every projected column. Variances as R's var (long double)."""
+    thr = _threads.resolve()
+    Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+    p = int(np.sum(_project.r_var(Xs, thr) > 0)) if Xs.shape[0] > 1 else 0
+    p = p or Xs.shape[1]
     h = np.empty(K)
     for k in range(K):
-        Xk = Xs[codes == k]
+        Xk = np.ascontiguousarray(Xs[codes == k])
         name = levels[k] if levels is not None else k
         if Xk.shape[0] < 2:
             raise ValueError(f"class {name!r} has {Xk.shape[0]} row: the journal bandwidth needs at least 2 "
                              f"rows of every class")
-        tr = float(np.sum(Xk.var(axis=0, ddof=1)))
+        tr = _linalg.r_sum(_project.r_var(Xk, thr))
         if not tr > 0:
             raise ValueError(f"class {name!r} does not vary (all its rows are equal): its bandwidth would be 0")
         h[k] = _SILVERMAN_054 * gamma * np.sqrt(tr / p) * Xk.shape[0] ** -0.2
@@ -194,9 +199,11 @@ def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.nda
 
 
 def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
-    """pen(V) and its gradient: sum(V^2), or sum_t v_t' Cmat v_t."""
+    """pen(V) and its gradient, as R computes them: sum(V^2) (in long
+    double, over V's entries column by column), or the sum over columns of
+    t(v) %*% Cmat %*% v; and 2 V or 2 Cmat %*% V (products in R's order)."""
     if C is None:
-        return (lambda V: float(np.sum(V * V))), (lambda V: 2.0 * V)
+        return (lambda V: _linalg.r_sum(np.ravel(V * V, order="F"))), (lambda V: 2.0 * V)
     Cmat = np.asarray(C(Xs, y1), dtype=np.float64)
     if Cmat.shape != (d, d):
         raise ValueError(f"C must return a {d} x {d} matrix (d = columns of X), got shape {Cmat.shape}")
@@ -204,18 +211,25 @@ def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
         raise ValueError("C returned a matrix with NaN or infinite values")
     if not np.allclose(Cmat, Cmat.T, rtol=1e-12, atol=1e-14 * max(1.0, np.abs(Cmat).max())):
         raise ValueError("C must return a symmetric matrix")
-    return (lambda V: float(np.sum(V * (Cmat @ V)))), (lambda V: 2.0 * (Cmat @ V))
+    Cmat = np.ascontiguousarray(Cmat)
+
+    def pen(V: np.ndarray) -> float:
+        return _linalg.r_sum([_linalg.matmul(_linalg.matmul(V[None, :, t], Cmat), V[:, t:t + 1])[0, 0]
+                              for t in range(V.shape[1])])
+
+    return pen, (lambda V: 2.0 * _linalg.matmul(Cmat, V))
 
 
 def _start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
     d = Xs.shape[1]
     if V0 is None:
-        # first ndim eigenvectors of cov(Xs), decreasing eigenvalue. R's eigen
-        # calls LAPACK's dsyevr, as driver "evr" does; its column signs are
-        # the ones R gets, which matters because R's binned objective is not
-        # symmetric under a column's sign flip
-        vals, vecs = scipy.linalg.eigh(_threads.block_cov(Xs, _threads.resolve()).reshape(d, d), driver="evr")
-        return np.ascontiguousarray(vecs[:, ::-1][:, :ndim])
+        # the first ndim eigenvectors of R's cov(Xs), by decreasing eigenvalue.
+        # R's eigen (LAPACK's dsyevr) picks each column's sign as its build
+        # does; ours are fixed by _linalg.eigh's convention (largest entry
+        # positive). R's binned objective tells signs apart: to reproduce an R
+        # fit to the bit, pass R's start as V0
+        vals, vecs = _linalg.eigh(_linalg.r_cov(np.ascontiguousarray(Xs), _threads.resolve()))
+        return np.ascontiguousarray(vecs[:, :ndim])
     out = V0(Xs, y1, ndim) if callable(V0) else V0
     V = np.asarray(out, dtype=np.float64)
     if V.ndim == 1 and ndim == 1:
@@ -284,7 +298,7 @@ class JournalFormulation:
         T = None
         if self.prescale:
             T, _ = _inv_sqrt(within_between(Xs, codes, K)[0])
-            Xs = np.ascontiguousarray(Xs @ T)
+            Xs = _linalg.matmul(Xs, T, _threads.resolve())
         h = journal_bandwidths(Xs, codes, K, self.gamma, levels)
         PI = np.bincount(codes, minlength=K) / codes.size
         problem = check_problem(Xs, codes.astype(np.int32), PI, h)

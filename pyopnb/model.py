@@ -12,10 +12,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import logsumexp
 
-from . import _project
+from . import _lbfgsb, _linalg, _passes, _project
 from ._validation import align_columns, as_nbin, as_positive_scalar, column_names
 from .formulation import JournalFormulation, RFormulation
 from .naive_bayes import class_log_densities
@@ -25,7 +23,7 @@ from .objective import Problem, Workspace, grid_tables
 __all__ = ["OPNBModel", "OPNB", "opnb_journal", "predict", "factor"]
 
 # optim's L-BFGS-B defaults, as R's OPNB calls it
-_LBFGS = dict(maxcor=5, maxiter=100, ftol=1e7 * np.finfo(float).eps, gtol=0.0)
+_LBFGS = dict(m=5, factr=1e7, pgtol=0.0, maxit=100)
 _MACHINE_EPS = np.finfo(float).eps
 # R's optim codes for L-BFGS-B
 _CONVERGENCE = {0: "converged", 1: "iteration limit reached", 52: "line search failed"}
@@ -154,14 +152,21 @@ class OPNBModel:
         return self.V.shape[1]
 
     def project(self, X: Any) -> np.ndarray:
-        """Projections ``(X - mu) @ V`` of raw data."""
+        """Projections ``(X - mu) @ V`` of raw data (summed in R's order)."""
         Xa = _check_X(X, "Xte", self.V.shape[0], self.feature_names)
-        return (Xa - self.mu) @ self.V
+        return _projection(Xa, self.mu, self.V)
 
     def __repr__(self) -> str:
         return (f"OPNBModel(d={self.V.shape[0]}, ndim={self.ndim}, classes={list(self.ynames)}, "
                 f"lam={self.lam:g}, fval={self.fval:.6g}, convergence={self.convergence} "
                 f"({_CONVERGENCE.get(self.convergence, 'unknown code')}))")
+
+
+def _projection(X: np.ndarray, mu: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """(X - mu) V [m, ndim] as R's sweep(X, 2, mu) %*% V: each entry summed
+    over the features in order (the same bits on every CPU)."""
+    return np.ascontiguousarray(_project.project(np.ascontiguousarray(X - mu), np.ascontiguousarray(V),
+                                                 _threads.resolve()).T)
 
 
 def _check_X(X: Any, name: str, d: Optional[int] = None,
@@ -279,7 +284,7 @@ def _greedy_order(V: np.ndarray, p: Problem, nbin, compat, threads, ws: Optional
         tables = None if ws is None else ws.tables
         if tables is None:
             tables = grid_tables(_project.project(p.X, V, threads), p, nbin, False, threads)
-        logprior = np.log(p.PI)
+        logprior = _linalg.c_log_array(p.PI)
     while remaining:
         if tables is not None:
             scores = tables.subset_values(chosen, remaining, logprior)
@@ -394,7 +399,7 @@ def _fit(X, y, ndim, nbin, threads, callback, form) -> OPNBModel:
     # BLAS on one thread: OpenBLAS's idle threads spin and would take the
     # cores from the core's OpenMP threads (a fit ran 8 times slower at
     # n = 1e4); X'dZ is parallel by blocks instead (objective._gradient_in_V)
-    with _threads.using(thr), _threads.blas_single_thread():
+    with _threads.using(thr):
         return _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form)
 
 
@@ -405,22 +410,14 @@ def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
     V = st.V
     obj = _Objective(form, st, d, nd, nbin_v, thr)
 
-    iteration = [0]
-
-    def _cb(intermediate_result):
-        iteration[0] += 1
+    def _cb(iteration: int, x: np.ndarray, f: float, g: np.ndarray) -> None:
         if callback is not None:
-            # the accepted point is the last one L-BFGS-B evaluated
-            x, F, G = obj.last
-            if not np.array_equal(x, intermediate_result.x):
-                F, G = obj(intermediate_result.x)
-                F, G = -F, -G
-            callback(iteration[0], float(F), float(np.linalg.norm(G)))
+            callback(iteration, -float(f), float(np.sqrt(_linalg.r_sum(g * g))))
 
     try:
-        res = minimize(obj, V.ravel(order="F"), jac=True, method="L-BFGS-B", options=_LBFGS, callback=_cb)
-        convergence = 0 if res.success else (1 if res.nit >= _LBFGS["maxiter"] else 52)
-        Vopt = obj.unflat(res.x)
+        res = _lbfgsb.minimize(obj, V.ravel(order="F"), callback=_cb, **_LBFGS)
+        convergence = res["convergence"]
+        Vopt = obj.unflat(res["x"])
     except FloatingPointError as exc:
         warnings.warn(f"optimisation failed ({exc}); returning the initial projection", RuntimeWarning,
                       stacklevel=4)
@@ -438,7 +435,7 @@ def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
         fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
     else:
         fval = obj.value(Vopt)
-    norms = np.linalg.norm(Vopt, axis=0)
+    norms = _linalg.col_norms(Vopt)
     if np.any(norms == 0):
         raise ValueError("a column of V is zero: the projection is degenerate (check V0 and C)")
     Vopt, norms = form.final_columns(Vopt, norms)
@@ -448,7 +445,7 @@ def _drive(X, Xa, codes, levels, nd, nbin_v, thr, callback, form) -> OPNBModel:
     h = np.outer(problem.h, 1.0 / norms)
     Vn = Vopt / norms
     if st.T is not None:
-        Vn = st.T @ Vn
+        Vn = _linalg.matmul(st.T, Vn)
     Vout = Vn * st.scales[:, None]
     return OPNBModel(V=Vout, X=Xa, y=codes + 1, PI=problem.PI, h=h, nc=K, mu=st.mu, scales=st.scales,
                      ynames=levels, lam=st.lam, fval=float(fval), feature_names=column_names(X),
@@ -489,13 +486,12 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
     d, full = model.V.shape
     nd = full if ndim is None else _check_ndim(ndim, full)
     Xa = _check_X(Xte, "Xte", d, model.feature_names)
-    V = model.V[:, :nd]
-    ptr = (model.X - model.mu) @ V
-    pte = (Xa - model.mu) @ V
+    V = np.ascontiguousarray(model.V[:, :nd])
+    ptr = _projection(model.X, model.mu, V)
+    pte = _projection(Xa, model.mu, V)
     if log:
-        logden = np.log(model.PI) + _class_log_densities(model, pte, ptr, nd, True)
-        logpost = logden - logsumexp(logden, axis=1, keepdims=True)
-        post = np.exp(logpost)
+        logden = _linalg.c_log_array(model.PI) + _class_log_densities(model, pte, ptr, nd, True)
+        logpost, post = _passes.posteriors(np.ascontiguousarray(logden), _threads.resolve())
         cls = model.ynames[np.argmax(logden, axis=1)]
         return {"posterior": post, "class": cls, "log_posterior": logpost}
     den = model.PI * _class_log_densities(model, pte, ptr, nd, False)
@@ -507,6 +503,6 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
             f"predict: every class density of {n_lost} of {den.shape[0]} rows underflowed to 0; as R does, "
             f"they become machine epsilon, so those rows get a uniform posterior and the first class. "
             f"predict(..., log=True) computes in log space and has no such rows.", RuntimeWarning, stacklevel=2)
-    den = np.where(lost, _MACHINE_EPS, den)
-    post = den / den.sum(axis=1, keepdims=True)
+    den = np.ascontiguousarray(np.where(lost, _MACHINE_EPS, den))
+    post = den / _linalg.r_rowsums(den)[:, None]
     return {"posterior": post, "class": model.ynames[np.argmax(post, axis=1)]}

@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import _ksum, _threads
+from . import _ksum, _linalg, _threads
 from .ksum import DEFAULT_BETA, fk_sum
 
 __all__ = ["class_log_densities"]
@@ -47,7 +47,7 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
             if nbin is not None:
                 S = fk_sum(x, w[:, 0], h, e, nbin=nbin, threads=thr)
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    out[:, k] += np.where(S > 0, np.log(np.where(S > 0, S, 1.0)), -np.inf)
+                    out[:, k] += np.where(S > 0, _linalg.c_log_array(np.where(S > 0, S, 1.0)), -np.inf)
             elif log:
                 L, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False, True, thr)
                 out[:, k] += L[:, 0]

@@ -28,7 +28,7 @@ from typing import Any, Literal, Tuple
 
 import numpy as np
 
-from . import _grid, _passes, _project, _threads
+from . import _grid, _linalg, _passes, _project, _threads
 from ._validation import as_nbin
 from .ksum import DEFAULT_BETA
 
@@ -200,7 +200,7 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
     Zt = _project.project(p.X, Va, thr, out=None if ws is None else ws.Zt)
     if ws is not None:
         ws.Zt = Zt
-    logprior = np.log(p.PI)
+    logprior = _linalg.c_log_array(p.PI)
 
     if binned and (compat == "R" or interp):
         # R's binned value and gradient read densities at grid points: per-column tables
@@ -234,7 +234,7 @@ def evaluate_normalised(Va: np.ndarray, p: Problem, nb: int | None, gradient: bo
     column t of dl/dV-bar projected off v_t and divided by ||v_t||. The
     value does not change when a column is scaled, so the gradient is
     orthogonal to each column."""
-    norms = np.linalg.norm(Va, axis=0)
+    norms = _linalg.col_norms(Va)
     if np.any(norms == 0):
         raise ValueError("a column of V is zero: the normalised objective is undefined there")
     Vbar = Va / norms
@@ -243,7 +243,7 @@ def evaluate_normalised(Va: np.ndarray, p: Problem, nb: int | None, gradient: bo
     value, gbar = evaluate(Vbar, p, nb, "correct", gradient, thr, ws, interp=True)
     if gbar is None:
         return value, None
-    return value, (gbar - Vbar * np.sum(Vbar * gbar, axis=0)) / norms
+    return value, (gbar - Vbar * _linalg.r_colsums(np.ascontiguousarray(Vbar * gbar))) / norms
 
 
 def _normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any, gradient: bool,
@@ -272,9 +272,10 @@ def df_NB_normalised(V: Any, X: Any, y0: Any, PI: Any, h: Any, nbin: Any = None,
 
 
 def _gradient_in_V(dZt: np.ndarray, X: np.ndarray, thr: int) -> np.ndarray:
-    """dl/dV [d, ndim] from n dl/dZ' [ndim, n]: X' dZ / n (by blocks of points
-    on thr threads; the same numbers on any)."""
-    return np.ascontiguousarray(_threads.block_matmul(dZt, X, thr).T / X.shape[0])
+    """dl/dV [d, ndim] from n dl/dZ' [ndim, n]: t(X) %*% dZ / n, each entry
+    summed over the points in order as R's reference BLAS does (on thr
+    threads, the same bits on any)."""
+    return _linalg.crossprod_t(X, np.ascontiguousarray(dZt), thr) / X.shape[0]
 
 
 def f_NB_exact(V: Any, X: Any, y0: Any, PI: Any, h: Any, compat: Compat = "R") -> float:

@@ -1,0 +1,370 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
+# distutils: language = c++
+"""Dense linear algebra in a fixed order: the same bits on every CPU and thread count.
+
+BLAS and LAPACK choose their kernels by CPU (OpenBLAS's core types), and
+numpy's exp and log by SIMD level, so results computed through them move in
+their last bits from one machine to the next; R's (reference BLAS and
+LAPACK) do not. Everything here sums each output in a stated order, without
+FMA, and takes exp and log from the C library as R does. Where R computes
+the same quantity (crossprod, cov, sum, colSums), R's order is used:
+reference BLAS adds products in index order, and R's own sums accumulate in
+long double.
+
+Threads split the outputs, never a sum, so the count does not change a bit.
+The crossproduct's vector paths (SSE2, AVX2, AVX-512, chosen at run time)
+run across independent outputs and give the same bits; ``PYOPNB_SIMD``
+(sse2, avx2, avx512) caps the path, for tests.
+"""
+import os
+
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.math cimport sqrt, fabs, exp as c_exp, log as c_log
+from libc.stdlib cimport malloc, calloc, free
+
+from pyopnb._project import project
+
+cnp.import_array()
+
+cdef extern from "_linalg.h" nogil:
+    int pyopnb_simd_best()
+    void pyopnb_crossprod_t(int level, const double* A, Py_ssize_t n, Py_ssize_t p, const double* Bt,
+                            Py_ssize_t q, Py_ssize_t qp, double* C, double* buf, int nthr)
+    int PYOPNB_XP_ROWS
+
+__all__ = ["simd", "simd_levels", "crossprod", "crossprod_t", "matmul", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms", "eigh",
+           "orthonormal", "c_log_array", "c_exp_array"]
+
+_LEVELS = ("sse2", "avx2", "avx512")
+
+
+def simd_levels():
+    """The vector paths this CPU runs, narrowest first."""
+    return list(_LEVELS[: pyopnb_simd_best() + 1])
+
+
+cdef int _level() except -1:
+    best = pyopnb_simd_best()
+    cap = os.environ.get("PYOPNB_SIMD", "").strip().lower()
+    if not cap:
+        return best
+    if cap not in _LEVELS:
+        raise ValueError(f"PYOPNB_SIMD must be one of {', '.join(_LEVELS)}, got {cap!r}")
+    return min(best, _LEVELS.index(cap))
+
+
+def simd():
+    """The vector path the crossproduct takes (PYOPNB_SIMD caps it)."""
+    return _LEVELS[_level()]
+
+
+def crossprod(A, B, int num_threads):
+    """A'B [p, q] for A [n, p], B [n, q]: entry (l, t) = sum_i A[i, l] B[i, t]
+    added over i in order (R's crossprod with reference BLAS)."""
+    Bt = np.ascontiguousarray(np.asarray(B, dtype=np.float64).T)
+    return crossprod_t(np.ascontiguousarray(A, dtype=np.float64), Bt, num_threads)
+
+
+def crossprod_t(const double[:, ::1] A, const double[:, ::1] Bt, int num_threads):
+    """A'B [p, q] from A [n, p] and B given transposed, Bt [q, n] (the
+    objective's dZ'): t(X) %*% dZ in R's order. Threads take ranges of l
+    and go through the rows a block at a time together."""
+    cdef Py_ssize_t n = A.shape[0], p = A.shape[1], q = Bt.shape[0]
+    if Bt.shape[1] != n:
+        raise ValueError(f"A has {n} rows but Bt has {Bt.shape[1]} columns")
+    cdef Py_ssize_t qp = ((q + 7) // 8) * 8
+    C = np.empty((p, qp))
+    cdef double[:, ::1] cv = C
+    buf = np.empty(max(1, min(n, PYOPNB_XP_ROWS) * qp))
+    cdef double[::1] bv = buf
+    cdef int level = _level(), nthr = max(1, num_threads)
+    if n == 0 or p == 0 or q == 0:
+        return np.zeros((p, q))
+    with nogil:
+        pyopnb_crossprod_t(level, &A[0, 0], n, p, &Bt[0, 0], q, qp, &cv[0, 0], &bv[0], nthr)
+    return np.ascontiguousarray(C[:, :q])
+
+
+def matmul(A, B, int num_threads=1):
+    """A @ B with each entry summed over the inner index in order, without
+    FMA (R's %*% with reference BLAS)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"matmul needs (m, k) @ (k, q), got {A.shape} @ {B.shape}")
+    if B.shape[1] == 0 or A.shape[0] == 0:
+        return np.zeros((A.shape[0], B.shape[1]))
+    return np.ascontiguousarray(project(A, B, num_threads).T)
+
+
+def r_cov(const double[:, ::1] X, int num_threads):
+    """R's cov(X) for a complete matrix, to the bit: each column's mean a
+    long-double sum over n refined once (R's MEAN) and rounded to double;
+    each entry the long-double sum of the long-double products of the
+    deviations (taken in long double from the double means), over n - 1,
+    rounded to double. Threads take ranges of the d(d+1)/2 pairs."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], npair = d * (d + 1) // 2
+    cdef Py_ssize_t i, j, k, part, nparts, a0, a1, pr
+    if n < 2:
+        raise ValueError("cov needs at least two rows")
+    out = np.empty((d, d))
+    if d == 0:
+        return out
+    cdef double[:, ::1] ov = out
+    cdef double* m = <double*> malloc(d * sizeof(double))
+    cdef long double* acc = <long double*> calloc(npair, sizeof(long double))
+    cdef Py_ssize_t* pi = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* pj = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
+    nparts = max(1, min(num_threads, npair))
+    cdef long double* devs = <long double*> malloc(nparts * d * sizeof(long double))
+    cdef long double s, t
+    cdef long double* dev
+    if m == NULL or acc == NULL or pi == NULL or pj == NULL or devs == NULL:
+        free(m); free(acc); free(pi); free(pj); free(devs)
+        raise MemoryError()
+    pr = 0
+    for i in range(d):
+        for j in range(i + 1):
+            pi[pr] = i
+            pj[pr] = j
+            pr += 1
+    with nogil:
+        for j in prange(d, num_threads=<int> max(1, min(num_threads, d)), schedule="static"):
+            s = 0.0
+            for k in range(n):
+                s = s + X[k, j]
+            t = s / n
+            s = 0.0
+            for k in range(n):
+                s = s + (X[k, j] - t)
+            t = t + s / n
+            m[j] = <double> t
+        for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
+            a0 = part * npair // nparts
+            a1 = (part + 1) * npair // nparts
+            dev = &devs[part * d]
+            for k in range(n):
+                for j in range(d):
+                    dev[j] = <long double> X[k, j] - <long double> m[j]
+                for pr in range(a0, a1):
+                    acc[pr] = acc[pr] + dev[pi[pr]] * dev[pj[pr]]
+        for pr in range(npair):
+            ov[pi[pr], pj[pr]] = <double> (acc[pr] / (n - 1))
+            ov[pj[pr], pi[pr]] = ov[pi[pr], pj[pr]]
+    free(m); free(acc); free(pi); free(pj); free(devs)
+    return out
+
+
+def r_sum(x):
+    """R's sum of a double vector: added in order in long double."""
+    cdef const double[::1] v = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+    cdef long double s = 0.0
+    cdef Py_ssize_t i
+    for i in range(v.shape[0]):
+        s = s + v[i]
+    return <double> s
+
+
+def r_colsums(const double[:, ::1] X):
+    """R's colSums: each column added in row order in long double."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j
+    cdef long double* s = <long double*> calloc(max(d, 1), sizeof(long double))
+    if s == NULL:
+        raise MemoryError()
+    out = np.empty(d)
+    cdef double[::1] ov = out
+    for i in range(n):
+        for j in range(d):
+            s[j] = s[j] + X[i, j]
+    for j in range(d):
+        ov[j] = <double> s[j]
+    free(s)
+    return out
+
+
+def r_rowsums(const double[:, ::1] X):
+    """R's rowSums: each row added in column order in long double."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j
+    cdef long double s
+    out = np.empty(n)
+    cdef double[::1] ov = out
+    for i in range(n):
+        s = 0.0
+        for j in range(d):
+            s = s + X[i, j]
+        ov[i] = <double> s
+    return out
+
+
+def col_norms(V):
+    """R's sqrt(colSums(V^2)): squares in double, each column added in long double."""
+    Va = np.ascontiguousarray(V, dtype=np.float64)
+    if Va.ndim == 1:
+        Va = Va.reshape(-1, 1)
+    return np.sqrt(r_colsums(np.ascontiguousarray(Va * Va)))
+
+
+# ---------------------------------------------------------------------------
+# a symmetric eigensolver: cyclic Jacobi
+# ---------------------------------------------------------------------------
+
+cdef int _jacobi(double* a, double* v, Py_ssize_t d, int max_sweeps) noexcept nogil:
+    """Diagonalise the symmetric a [d, d] (both triangles, row-major) by
+    cyclic-by-row Jacobi rotations, Rutishauser's formulas; v [d, d] gets the
+    rotations' product, vector k in row k. Returns the sweeps taken, or -1
+    if max_sweeps did not suffice.
+
+    A rotation of (p, q) is skipped, and a_pq set to 0, when 100 |a_pq| is
+    negligible beside both diagonals or beside the matrix's largest
+    diagonal; for the first three sweeps, entries under a fifth of the mean
+    off-diagonal size wait. Every step is a fixed sequence of operations."""
+    cdef Py_ssize_t p, q, r
+    cdef int sweep
+    cdef double off, thresh, apq, g, h, theta, t, c, s, tau, arp, arq, scale = 0.0
+    for p in range(d):
+        for q in range(d):
+            v[p * d + q] = 1.0 if p == q else 0.0
+        if fabs(a[p * d + p]) > scale:
+            scale = fabs(a[p * d + p])
+    for sweep in range(1, max_sweeps + 1):
+        off = 0.0
+        for p in range(d):
+            for q in range(p + 1, d):
+                off = off + fabs(a[p * d + q])
+        if off == 0.0:
+            return sweep - 1
+        thresh = 0.2 * off / (d * d) if sweep < 4 else 0.0
+        for p in range(d - 1):
+            for q in range(p + 1, d):
+                apq = a[p * d + q]
+                g = 100.0 * fabs(apq)
+                if sweep > 4 and ((fabs(a[p * d + p]) + g == fabs(a[p * d + p])
+                                   and fabs(a[q * d + q]) + g == fabs(a[q * d + q])) or scale + g == scale):
+                    a[p * d + q] = 0.0
+                    a[q * d + p] = 0.0
+                    continue
+                if fabs(apq) <= thresh or apq == 0.0:
+                    continue
+                h = a[q * d + q] - a[p * d + p]
+                if fabs(h) + g == fabs(h):
+                    t = apq / h
+                else:
+                    theta = 0.5 * h / apq
+                    t = 1.0 / (fabs(theta) + sqrt(1.0 + theta * theta))
+                    if theta < 0.0:
+                        t = -t
+                c = 1.0 / sqrt(1.0 + t * t)
+                s = t * c
+                tau = s / (1.0 + c)
+                a[p * d + p] = a[p * d + p] - t * apq
+                a[q * d + q] = a[q * d + q] + t * apq
+                a[p * d + q] = 0.0
+                a[q * d + p] = 0.0
+                for r in range(d):
+                    if r == p or r == q:
+                        continue
+                    arp = a[p * d + r]
+                    arq = a[q * d + r]
+                    a[p * d + r] = arp - s * (arq + tau * arp)
+                    a[q * d + r] = arq + s * (arp - tau * arq)
+                    a[r * d + p] = a[p * d + r]
+                    a[r * d + q] = a[q * d + r]
+                for r in range(d):
+                    arp = v[p * d + r]
+                    arq = v[q * d + r]
+                    v[p * d + r] = arp - s * (arq + tau * arp)
+                    v[q * d + r] = arq + s * (arp - tau * arq)
+    return -1
+
+
+def eigh(A):
+    """Eigenvalues (decreasing, as R's eigen) and eigenvectors (columns) of
+    a symmetric matrix, by cyclic Jacobi: deterministic, no LAPACK.
+
+    Sign convention: each eigenvector's entry of largest absolute value is
+    positive (the first such entry on ties). Equal eigenvalues keep the
+    order of the diagonal positions Jacobi converged to."""
+    Aa = np.array(A, dtype=np.float64, order="C")
+    if Aa.ndim != 2 or Aa.shape[0] != Aa.shape[1]:
+        raise ValueError(f"eigh needs a square matrix, got shape {Aa.shape}")
+    if not np.all(np.isfinite(Aa)):
+        raise ValueError("eigh: the matrix has NaN or infinite entries")
+    cdef Py_ssize_t d = Aa.shape[0], k, j, big
+    # the mean of the two triangles: exactly symmetric, so both rotate alike
+    Aa = (Aa + Aa.T) * 0.5
+    Aa = np.ascontiguousarray(Aa)
+    Vr = np.empty((d, d))
+    if d == 0:
+        return np.empty(0), np.empty((0, 0))
+    cdef double[:, ::1] av = Aa
+    cdef double[:, ::1] vv = Vr
+    cdef int sweeps
+    with nogil:
+        sweeps = _jacobi(&av[0, 0], &vv[0, 0], d, 100)
+    if sweeps < 0:
+        raise ArithmeticError("eigh: Jacobi rotations did not converge in 100 sweeps")
+    vals = np.diagonal(Aa).copy()
+    order = sorted(range(d), key=lambda i: (-vals[i], i))
+    vals = vals[order]
+    vecs = np.ascontiguousarray(Vr[order].T)
+    for k in range(d):
+        big = int(np.argmax(np.abs(vecs[:, k])))
+        if vecs[big, k] < 0:
+            vecs[:, k] = -vecs[:, k]
+    return vals, vecs
+
+
+def orthonormal(D):
+    """An orthonormal basis of D's columns, in order: Gram-Schmidt, each
+    column projected off the earlier ones twice ("twice is enough"), sums in
+    index order. The columns must be independent: a column left with under
+    1e-10 of its norm by the projections is an error."""
+    Q = np.array(D, dtype=np.float64, order="F")
+    if Q.ndim != 2:
+        raise ValueError("orthonormal needs a matrix")
+    cdef Py_ssize_t n = Q.shape[0], r = Q.shape[1], j, k, i, rep
+    cdef double[::1, :] qv = Q
+    cdef double s, nrm, before
+    for j in range(r):
+        s = 0.0
+        for i in range(n):
+            s = s + qv[i, j] * qv[i, j]
+        before = sqrt(s)
+        for rep in range(2):
+            for k in range(j):
+                s = 0.0
+                for i in range(n):
+                    s = s + qv[i, k] * qv[i, j]
+                for i in range(n):
+                    qv[i, j] = qv[i, j] - s * qv[i, k]
+        s = 0.0
+        for i in range(n):
+            s = s + qv[i, j] * qv[i, j]
+        nrm = sqrt(s)
+        if not nrm > 1e-10 * before:
+            raise ValueError("orthonormal: the columns are not independent")
+        for i in range(n):
+            qv[i, j] = qv[i, j] / nrm
+    return np.ascontiguousarray(Q)
+
+
+def c_log_array(x):
+    """log of each entry by the C library's log (R's), not numpy's SIMD log."""
+    arr = np.array(x, dtype=np.float64, order="C")
+    cdef double[::1] v = arr.reshape(-1)
+    cdef Py_ssize_t i
+    for i in range(v.shape[0]):
+        v[i] = c_log(v[i])
+    return arr
+
+
+def c_exp_array(x):
+    """exp of each entry by the C library's exp (R's), not numpy's SIMD exp."""
+    arr = np.array(x, dtype=np.float64, order="C")
+    cdef double[::1] v = arr.reshape(-1)
+    cdef Py_ssize_t i
+    for i in range(v.shape[0]):
+        v[i] = c_exp(v[i])
+    return arr

@@ -1,0 +1,181 @@
+"""The fixed-order linear algebra (pyopnb._linalg): each result against a
+reference summed in the stated order, on every vector path and thread
+count; the Jacobi eigensolver against numpy's to rounding, with its sign
+convention. Bit-equality with R's own cov, crossprod and sums is checked
+live in validation/ (base R)."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+from pyopnb import _linalg, _project
+
+
+@pytest.fixture
+def every_path(monkeypatch):
+    """Run a function under each vector path this CPU has."""
+    def run(fn):
+        out = []
+        for level in _linalg.simd_levels():
+            monkeypatch.setenv("PYOPNB_SIMD", level)
+            assert _linalg.simd() == level
+            out.append(fn())
+        monkeypatch.delenv("PYOPNB_SIMD")
+        return out
+    return run
+
+
+def _in_row_order(A, B):
+    """A'B with every entry added over the rows in order (elementwise adds are exact steps)."""
+    C = np.zeros((A.shape[1], B.shape[1]))
+    for i in range(A.shape[0]):
+        C = C + A[i][:, None] * B[i][None, :]
+    return C
+
+
+@pytest.mark.parametrize("n, p, q", [(1, 1, 1), (5, 3, 1), (513, 7, 3), (1100, 9, 17), (2000, 2, 20), (300, 13, 33)])
+def test_crossproduct_sums_rows_in_order_on_every_path_and_thread_count(every_path, n, p, q):
+    rng = np.random.default_rng(n + p + q)
+    A, B = rng.normal(size=(n, p)) * 10.0 ** rng.integers(-3, 4, p), rng.normal(size=(n, q))
+    ref = _in_row_order(A, B)
+    for results in every_path(lambda: [_linalg.crossprod(A, B, t) for t in (1, 2, 3, 8)]):
+        for got in results:
+            np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(_linalg.crossprod_t(A, np.ascontiguousarray(B.T), 2), ref)
+
+
+def test_crossproduct_refuses_mismatched_rows():
+    with pytest.raises(ValueError, match="rows"):
+        _linalg.crossprod_t(np.zeros((3, 2)), np.zeros((2, 4)), 1)
+    assert _linalg.crossprod(np.zeros((0, 2)), np.zeros((0, 3)), 1).shape == (2, 3)
+
+
+def test_a_bad_vector_path_setting_is_an_error(monkeypatch):
+    monkeypatch.setenv("PYOPNB_SIMD", "avx9")
+    with pytest.raises(ValueError, match="PYOPNB_SIMD must be one of sse2, avx2, avx512"):
+        _linalg.crossprod(np.ones((2, 2)), np.ones((2, 2)), 1)
+
+
+def test_matmul_sums_the_inner_index_in_order():
+    rng = np.random.default_rng(2)
+    A, B = rng.normal(size=(6, 40)), rng.normal(size=(40, 5))
+    ref = np.zeros((6, 5))
+    for k in range(40):
+        ref = ref + A[:, [k]] * B[[k], :]
+    np.testing.assert_array_equal(_linalg.matmul(A, B, 2), ref)
+    with pytest.raises(ValueError, match="matmul needs"):
+        _linalg.matmul(A, A)
+
+
+def test_R_sums_accumulate_in_long_double_in_order():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 4)) * 1e10
+    X[0] = 1e30  # large terms that a double sum would lose the rest beside
+    ld = X.astype(np.longdouble)
+    cols = [np.longdouble(0)] * 4
+    for i in range(50):
+        cols = [c + v for c, v in zip(cols, ld[i])]
+    np.testing.assert_array_equal(_linalg.r_colsums(X), np.array(cols, dtype=np.float64))
+    rows = np.array([sum(ld[i, j] for j in range(4)) for i in range(50)], dtype=np.float64)
+    np.testing.assert_array_equal(_linalg.r_rowsums(X), rows)
+    total = np.longdouble(0)
+    for v in X.ravel():
+        total += np.longdouble(v)
+    assert _linalg.r_sum(X.ravel()) == float(total)
+    np.testing.assert_array_equal(_linalg.col_norms(X), np.sqrt(_linalg.r_colsums(X * X)))
+
+
+def test_R_cov_in_its_order():
+    """R's cov: long-double means refined once and rounded, long-double
+    deviations and products, the sum over n - 1 rounded once."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 5)) * [1, 1e3, 1e-3, 7, 1] + [0, 5e3, 0, -2, 1e6]
+    n, d = X.shape
+    ld = X.astype(np.longdouble)
+    m = []
+    for j in range(d):
+        s = np.longdouble(0)
+        for v in ld[:, j]:
+            s += v
+        t = s / n
+        s = np.longdouble(0)
+        for v in ld[:, j]:
+            s += v - t
+        m.append(np.longdouble(np.float64(t + s / n)))
+    ref = np.empty((d, d))
+    for i in range(d):
+        for j in range(d):
+            s = np.longdouble(0)
+            for k in range(n):
+                s += (ld[k, i] - m[i]) * (ld[k, j] - m[j])
+            ref[i, j] = np.float64(s / (n - 1))
+    for threads in (1, 2, 7):
+        np.testing.assert_array_equal(_linalg.r_cov(X, threads), ref)
+    np.testing.assert_allclose(ref, np.cov(X, rowvar=False), rtol=1e-12)
+    with pytest.raises(ValueError, match="two rows"):
+        _linalg.r_cov(X[:1], 1)
+
+
+def _symmetric(d, seed, vals=None):
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    vals = rng.normal(size=d) if vals is None else np.asarray(vals, dtype=float)
+    return (Q * vals) @ Q.T
+
+
+@pytest.mark.parametrize("d, seed", [(1, 0), (2, 1), (7, 2), (30, 3), (64, 4)])
+def test_jacobi_eigenpairs_against_numpy(d, seed):
+    A = _symmetric(d, seed)
+    vals, vecs = _linalg.eigh(A)
+    ref = np.linalg.eigvalsh(A)[::-1]
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(vals, ref, rtol=0, atol=1e-13 * scale * d)
+    assert np.all(np.diff(vals) <= 0)  # decreasing, as R's eigen
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(d), atol=1e-13 * d)
+    np.testing.assert_allclose(A @ vecs, vecs * vals, atol=1e-13 * scale * d)
+    # the sign convention: each vector's entry of largest magnitude is positive
+    big = np.argmax(np.abs(vecs), axis=0)
+    assert np.all(vecs[big, np.arange(d)] > 0)
+
+
+def test_jacobi_with_repeated_zero_and_singular_spectra():
+    for vals in ([3.0, 3.0, 1.0, 0.0], [0.0, 0.0, 0.0], [1e-300, 1.0, 1e300]):
+        A = _symmetric(len(vals), 5, vals)
+        got, vecs = _linalg.eigh(A)
+        np.testing.assert_allclose(got, sorted(vals, reverse=True), rtol=1e-12, atol=1e-12 * max(vals + [1.0]))
+        np.testing.assert_allclose(vecs.T @ vecs, np.eye(len(vals)), atol=1e-12)
+    vals, vecs = _linalg.eigh(np.diag([1.0, 5.0, 2.0]))
+    np.testing.assert_array_equal(vals, [5.0, 2.0, 1.0])
+    np.testing.assert_array_equal(vecs, np.eye(3)[:, [1, 2, 0]])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        _linalg.eigh(np.array([[1.0, np.nan], [np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="square"):
+        _linalg.eigh(np.zeros((2, 3)))
+
+
+def test_orthonormal_basis_in_order():
+    rng = np.random.default_rng(6)
+    D = rng.normal(size=(9, 4))
+    Q = _linalg.orthonormal(D)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(4), atol=1e-15 * 10)
+    # the same flag of subspaces as D's columns: Q's first k span D's first k
+    for k in range(1, 5):
+        P = Q[:, :k] @ Q[:, :k].T
+        np.testing.assert_allclose(P @ D[:, :k], D[:, :k], atol=1e-13)
+    with pytest.raises(ValueError, match="not independent"):
+        _linalg.orthonormal(np.column_stack([D[:, 0], 2 * D[:, 0]]))
+
+
+def test_exp_and_log_are_the_C_librarys():
+    x = np.r_[np.geomspace(1e-300, 1e300, 2001), 0.5, 1.0, 2.0]
+    assert _linalg.c_log_array(x).tolist() == [math.log(v) for v in x]
+    z = np.linspace(-745, 709, 4001)
+    assert _linalg.c_exp_array(z).tolist() == [math.exp(v) for v in z]
+
+
+def test_R_var_is_R_sd_squared_before_its_root():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(30, 3)) * [1.0, 1e-8, 1e8]
+    np.testing.assert_array_equal(_project.r_sd(X, 2), np.sqrt(_project.r_var(X, 1)))
+    np.testing.assert_allclose(_project.r_var(X, 1), X.var(axis=0, ddof=1), rtol=1e-14)
