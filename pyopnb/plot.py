@@ -5,7 +5,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .model import OPNBModel, _check_model, _check_X
+from ._linalg import c_log_array
+from .model import OPNBModel, _check_model, _check_X, _projection
 from .naive_bayes import class_log_densities
 
 __all__ = ["plot", "class_styles"]
@@ -105,14 +106,14 @@ def plot(
         raise ValueError(f"dims must be two different columns from 1 to {ndim}, got {tuple(dims)!r}")
     pte = None
     if Xte is not None:
-        pte = (_check_X(Xte, "Xte", model.V.shape[0], model.feature_names) - model.mu) @ model.V[:, cols]
+        pte = _projection(_check_X(Xte, "Xte", model.V.shape[0], model.feature_names), model.mu, model.V[:, cols])
     elif yte is not None:
         raise ValueError("yte labels the rows of Xte: give Xte too")
     codes = None if yte is None else _check_labels(yte, model, pte.shape[0])
     if ax is None:
         K = model.nc
         _, ax = plt.subplots(figsize=(6.5 + (1.6 * np.ceil(K / 25) if K > _LEGEND_INSIDE else 0), 5.5))
-    ptr = (model.X - model.mu) @ model.V[:, cols]
+    ptr = _projection(model.X, model.mu, model.V[:, cols])
     styles = class_styles(model.nc)
     if ndim == 1:
         return _plot_line(model, ptr, pte, codes, styles, plot_train, ax)
@@ -153,7 +154,7 @@ def plot(
 
 def _log_joint(model: OPNBModel, ptr: np.ndarray, cols: Sequence[int], at: np.ndarray) -> np.ndarray:
     """log PI_k f_k at the points ``at`` of the shown columns (their own bandwidths)."""
-    return np.log(model.PI) + class_log_densities(ptr, np.asarray(model.y, dtype=np.int64) - 1, model.nc,
+    return c_log_array(model.PI) + class_log_densities(ptr, np.asarray(model.y, dtype=np.int64) - 1, model.nc,
                                                   model.h[:, list(cols)], at, True)
 
 
