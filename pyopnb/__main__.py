@@ -14,7 +14,8 @@ import warnings
 import numpy as np
 from .comparators import KernelNB
 from .datasets import load_pima
-from .model import _CONVERGENCE, OPNB, predict
+from .fitting import OPNB
+from .model import CONVERGENCE, predict
 
 
 def main() -> None:
@@ -40,8 +41,10 @@ def run_demo(png: str) -> None:
     acc_nb = KernelNB().fit(data.X_train, data.y_train).score(data.X_test, data.y_test)
     print(f"OPNB, 2 projected dimensions (fit {fit_s:.2f} s, objective {model.fval:.4f}): "
           f"test accuracy {acc:.3f}")
-    print(f"  L-BFGS-B ended with convergence code {model.convergence} "
-          f"({_CONVERGENCE.get(model.convergence, 'unknown')}; common with R's binned objective)")
+    meaning = CONVERGENCE.get(model.convergence, "unknown")
+    if model.convergence == 52:
+        meaning += ": the normal end of R's binned objective, whose gradient is not its value's derivative"
+    print(f"  L-BFGS-B ended with convergence code {model.convergence} ({meaning})")
     print(f"kernel Naive Bayes on the 7 raw features:           test accuracy {acc_nb:.3f}")
     top = np.argsort(-np.abs(model.V[:, 0] / model.scales.clip(min=1e-300)))[:3]
     print("first projection leans on: " + ", ".join(data.feature_names[j] for j in top))

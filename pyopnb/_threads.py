@@ -23,6 +23,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import numpy as np
 
+from ._validation import label_text
+
 __all__ = ["available_cores", "resolve", "using", "for_blocks"]
 
 

@@ -1,9 +1,104 @@
 """Input checks shared by the public functions: clear errors, never a silent wrong answer."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def label_text(value: Any) -> str:
+    """A label or value as a message shows it: repr of the plain Python
+    value (1, 'a', (1, 2)), never numpy's (np.int64(1), np.str_('a'))."""
+    return repr(_plain(value))
+
+
+def rows_text(k: int) -> str:
+    return f"{k} row" if k == 1 else f"{k} rows"
+
+
+def _first_bad_column(bad: np.ndarray, names: Optional[Sequence[str]]) -> Tuple[str, str]:
+    j = int(np.flatnonzero(bad.any(axis=0))[0])
+    return (f"'{names[j]}'" if names else str(j)), rows_text(int(bad[:, j].sum()))
+
+
+def check_X(X: Any, name: str, d: Optional[int] = None, expected: Optional[Sequence[str]] = None) -> np.ndarray:
+    """A finite float64 matrix, C-contiguous; errors name the first bad column.
+
+    A DataFrame's non-numeric columns are refused by name, its missing
+    values (NaN, None, pd.NA) are called missing and infinite ones
+    infinite. With ``expected`` (the training columns' names) a DataFrame's
+    columns are matched by name, in any order (see :func:`feature_order`).
+    """
+    names = column_names(X)
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(X, pd.DataFrame):
+        text = [str(c) for c, dt in zip(X.columns, X.dtypes)
+                if not (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt))]
+        if text:
+            raise ValueError(f"{name} has non-numeric columns {text[:5]}: encode them as numbers first "
+                             f"(one-hot encoding, for example)")
+        Xa = X.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        try:
+            Xa = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            objs = np.asarray(X, dtype=object)
+            if pd is not None and any(v is pd.NA for v in objs.ravel()):
+                raise ValueError(f"{name} has missing values (pd.NA): remove or impute them first") from None
+            raise ValueError(f"{name} must be numeric: encode text or categorical columns as numbers first") from None
+    if Xa.ndim == 1:
+        Xa = Xa.reshape(-1, 1)
+    if Xa.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {Xa.shape}")
+    if Xa.shape[0] == 0:
+        raise ValueError(f"{name} has no rows")
+    if names is not None and expected is not None:
+        Xa = align_columns(Xa, names, expected, name)
+        names = tuple(expected)
+    if d is not None and Xa.shape[1] != d:
+        raise ValueError(f"{name} has {Xa.shape[1]} columns but the model was fitted on {d}")
+    missing = np.isnan(Xa)
+    if missing.any():
+        col, rows = _first_bad_column(missing, names)
+        raise ValueError(f"{name} has missing values (NaN) in column {col} ({rows}): remove or impute them first")
+    infinite = np.isinf(Xa)
+    if infinite.any():
+        col, rows = _first_bad_column(infinite, names)
+        raise ValueError(f"{name} has infinite values in column {col} ({rows})")
+    return np.ascontiguousarray(Xa)
+
+
+def check_ndim(ndim: Any, d: int) -> int:
+    """ndim, 1..d (default min(d, 20), R's)."""
+    if ndim is None:
+        return min(d, 20)
+    if isinstance(ndim, bool) or not float(ndim).is_integer():
+        raise ValueError(f"ndim must be an integer from 1 to {d}, got {label_text(ndim)}")
+    nd = int(ndim)
+    if not 1 <= nd <= d:
+        raise ValueError(f"ndim must be from 1 to ncol(X) = {d}, got {nd}")
+    return nd
+
+
+def check_lam(lam: Any) -> float:
+    return as_positive_scalar(lam, "lam", " (R requires it strictly positive)")
+
+
+def check_maxit(maxit: Any) -> int:
+    """L-BFGS-B's iteration limit (R's optim control maxit), a positive integer."""
+    if isinstance(maxit, bool) or not isinstance(maxit, (int, np.integer, float)) or not float(maxit).is_integer() \
+            or int(maxit) < 1:
+        raise ValueError(f"maxit must be a positive integer (R's optim default: 100), got {label_text(maxit)}")
+    return int(maxit)
 
 
 def as_float_vector(value: Any, name: str, *, allow_empty: bool = False) -> np.ndarray:
@@ -30,11 +125,12 @@ def as_nbin(value: Any, allow_none: bool = True) -> Any:
         return None
     if value is None or isinstance(value, bool) or not float(value).is_integer():
         what = "None or an integer >= 2 (None: exact sums)" if allow_none else "an integer >= 2"
-        raise ValueError(f"nbin must be {what}, got {value!r}")
+        raise ValueError(f"nbin must be {what}, got {label_text(value)}")
     if int(value) < 2:
         if not allow_none:
-            raise ValueError(f"nbin must be an integer >= 2, got {value!r}")
-        raise ValueError(f"nbin must be at least 2, got {value!r} (nbin must be None for exact sums, or an integer >= 2)")
+            raise ValueError(f"nbin must be an integer >= 2, got {label_text(value)}")
+        raise ValueError(f"nbin must be at least 2, got {label_text(value)} (nbin must be None for exact sums, or an "
+                         f"integer >= 2)")
     return int(value)
 
 
@@ -43,9 +139,9 @@ def as_positive_scalar(value: Any, name: str, why: str = "") -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+        raise ValueError(f"{name} must be a positive number, got {label_text(value)}") from None
     if not np.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be positive and finite{why}, got {value!r}")
+        raise ValueError(f"{name} must be positive and finite{why}, got {label_text(value)}")
     return v
 
 
@@ -117,5 +213,5 @@ def fit_data(estimator: Any, X: Any, y: Any) -> Tuple[np.ndarray, np.ndarray]:
     estimator.classes_, codes = np.unique(y, return_inverse=True)
     if estimator.classes_.size < 2:
         raise ValueError(f"{type(estimator).__name__} needs at least two classes; y has 1: "
-                         f"{estimator.classes_[0]!r}")
+                         f"{label_text(estimator.classes_[0])}")
     return X, codes

@@ -1,6 +1,6 @@
 """The ``pyopnb`` command: fit, predict and plot from CSV files.
 
-    pyopnb demo [--png opnb_pima.png]
+    pyopnb demo [--png opnb_pima.png] [--csv DIR]
     pyopnb study --data PMLB_DIR --out DIR [--quick] [--jobs 2]   (see pyopnb study --help)
     pyopnb fit train.csv --target y [--ndim 3 --lam 1e-3 --nbin 1000 | --exact] [--no-scale] --out model.rds
     pyopnb fit train.csv --target y --formulation journal [--gamma 1 --prescale] --out model.rds
@@ -16,21 +16,24 @@ also prints the accuracy and a confusion table. Posteriors are computed in
 log space, so far-away rows keep their class; ``--r-compatible`` gives R's
 predict.OPNB numbers instead (densities multiplied, underflow to a uniform
 posterior). Models are .rds (readable by R's readRDS and predict.OPNB) or
-.json. Every output path is checked before any work, and nothing is written
-when a command fails. Exit codes: 0 done, 2 bad input or usage (one line on
-stderr).
+.json. Every output path is checked before any work: an output that is one of the
+command's inputs is refused, and nothing is written when a command fails.
+Exit codes: 0 done, 2 bad input or usage (one line on stderr). Notes on the
+fit (L-BFGS-B's iteration limit, a failed line search where that is not the
+objective's normal end) come as one line on stderr, in the command's words.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._validation import align_columns
+from ._validation import align_columns, rows_text
 
 _SEP = "="
 
@@ -91,11 +94,10 @@ def _encode(df, path: str, known: Optional[Sequence[str]] = None) -> Tuple[np.nd
     if encoded and known is None:
         print(f"pyopnb: one-hot encoded the non-numeric columns {', '.join(encoded)}", file=sys.stderr)
     X = np.hstack(parts) if parts else np.empty((len(df), 0))
-    bad = ~np.isfinite(X)
-    if bad.any():
-        j = int(np.flatnonzero(bad.any(axis=0))[0])
-        raise CLIError(f"{path}: column {names[j]!r} has missing or non-numeric values "
-                       f"({int(bad[:, j].sum())} rows)")
+    for bad, what in ((np.isnan(X), "missing values"), (np.isinf(X), "infinite values")):
+        if bad.any():
+            j = int(np.flatnonzero(bad.any(axis=0))[0])
+            raise CLIError(f"{path}: column {names[j]!r} has {what} ({rows_text(int(bad[:, j].sum()))})")
     return X, names
 
 
@@ -108,26 +110,72 @@ def _align(X: np.ndarray, names: List[str], model_names: Sequence[str], path: st
         raise CLIError(str(exc)) from None
 
 
-def _check_out(path: str, suffixes: Sequence[str], what: str) -> None:
-    """Fail before any work, not after a fit, on an output path that cannot be written."""
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (links and relative paths included)."""
+    pa, pb = Path(a), Path(b)
+    if pa.exists() and pb.exists():
+        return os.path.samefile(pa, pb)
+    return pa.resolve() == pb.resolve()
+
+
+def _check_out(path: str, suffixes: Sequence[str], what: str, option: str = "--out",
+               inputs: Sequence[Optional[str]] = ()) -> None:
+    """Fail before any work, not after a fit, on an output path that cannot be
+    written, or that is one of the command's inputs (it would be lost)."""
     p = Path(path)
     if p.suffix.lower() not in suffixes:
         allowed = " or ".join(suffixes) if len(suffixes) <= 2 else ", ".join(suffixes)
-        raise CLIError(f"--out {path}: {what} are {allowed}")
+        raise CLIError(f"{option} {path}: {what} are {allowed}")
+    for source in inputs:
+        if source is not None and _same_file(path, source):
+            raise CLIError(f"{option} {path} is the input {source}: writing there would destroy it; choose "
+                           f"another output path")
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
-        raise CLIError(f"--out {path}: the folder {folder} does not exist")
+        raise CLIError(f"{option} {path}: the folder {folder} does not exist")
     if p.is_dir():
-        raise CLIError(f"--out {path}: is a folder")
+        raise CLIError(f"{option} {path}: is a folder")
     if not os.access(folder, os.W_OK):
-        raise CLIError(f"--out {path}: the folder {folder} is not writable")
+        raise CLIError(f"{option} {path}: the folder {folder} is not writable")
+
+
+# the command line's names of the settings a fit's notes suggest
+_CLI_WORDS = {"lam": "--lam", "nbin": "--nbin", "exact": "--exact", "gamma": "--gamma", "V0": None, "maxit": "--maxit"}
+
+
+def _fit_quietly(fit, *args, **kwargs):
+    """A fit with its convergence warning held back: the command says it
+    itself, in its own words (no Python source line)."""
+    from .exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return fit(*args, **kwargs)
 
 
 def cmd_fit(args) -> None:
-    from .model import OPNB, opnb_journal
+    from .fitting import fit
+    from .formulation import FORMULATIONS, formulation
     from .rio import write_model
 
-    _check_out(args.out, (".rds", ".json"), "model files")
+    _check_out(args.out, (".rds", ".json"), "model files", inputs=[args.train])
+    if args.exact and args.nbin is not None:
+        raise CLIError("--exact and --nbin contradict each other: --exact sums exactly, with no bins")
+    nbin = None if args.exact else (1000 if args.nbin is None else args.nbin)
+    given = {"lam": args.lam, "scale": False if args.no_scale else None, "gamma": args.gamma,
+             "prescale": True if args.prescale else None}
+    flags = {"lam": "--lam", "scale": "--no-scale", "gamma": "--gamma", "prescale": "--prescale"}
+    own = FORMULATIONS[args.formulation].params
+    foreign = [flags[k] for k, v in given.items() if v is not None and k not in own]
+    if foreign:
+        takes = ", ".join(flags[k] for k in flags if k in own) or "none of these"
+        verb = "belongs" if len(foreign) == 1 else "belong"
+        raise CLIError(f"{' and '.join(foreign)} {verb} to another formulation: --formulation {args.formulation} "
+                       f"takes {takes}")
+    try:
+        form = formulation(args.formulation, **{k: v for k, v in given.items() if v is not None})
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     df = _read_csv(args.train)
     if args.target not in df.columns:
         raise CLIError(f"{args.train}: no target column {args.target!r} (columns: {', '.join(map(str, df.columns))})")
@@ -137,26 +185,23 @@ def cmd_fit(args) -> None:
     X, names = _encode(df.drop(columns=[args.target]), args.train)
     if X.shape[1] == 0:
         raise CLIError(f"{args.train}: no feature columns besides {args.target!r}")
-    nbin = None if args.exact else args.nbin
     try:
-        if args.formulation == "journal":
-            if args.lam is not None or args.no_scale:
-                raise CLIError("--lam and --no-scale belong to --formulation R (the journal formulation has no "
-                               "penalty and always scales)")
-            model = opnb_journal(X, y.to_numpy(), ndim=args.ndim, nbin=nbin, prescale=args.prescale,
-                                 gamma=1.0 if args.gamma is None else args.gamma, threads=args.threads)
-        else:
-            if args.gamma is not None or args.prescale:
-                raise CLIError("--gamma and --prescale belong to --formulation journal")
-            model = OPNB(X, y.to_numpy(), ndim=args.ndim, lam=1e-3 if args.lam is None else args.lam, nbin=nbin,
-                         scale=not args.no_scale, threads=args.threads)
+        model = _fit_quietly(fit, X, y.to_numpy(), form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
+                             threads=args.threads, caller="pyopnb fit")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     model.feature_names = tuple(names)
     model.target = str(args.target)
     write_model(model, args.out)
-    print(f"fitted OPNB on {X.shape[0]} rows, {X.shape[1]} features, classes {list(model.ynames)}: "
+    print(f"fitted OPNB on {X.shape[0]} rows, {X.shape[1]} features, classes {[str(c) for c in model.ynames]}: "
           f"fval {model.fval:.6g}; wrote {args.out}")
+    note = form.convergence_note(model.convergence, nbin, args.maxit, _CLI_WORDS)
+    if note is not None:
+        print(f"pyopnb: warning: {note}", file=sys.stderr)
+    elif model.convergence == 52:
+        print("pyopnb: note: L-BFGS-B ended at a failed line search (convergence code 52), the normal end of R's "
+              "binned objective: its gradient is not the derivative of its binned value, and R's OPNB stops there "
+              "too", file=sys.stderr)
 
 
 def _load(path: str):
@@ -227,7 +272,7 @@ def cmd_predict(args) -> None:
     from .model import predict
     from .rio import atomic_path
 
-    _check_out(args.out, (".csv",), "predictions")
+    _check_out(args.out, (".csv",), "predictions", inputs=[args.model, args.data])
     model = _load(args.model)
     X, labels = _model_matrix(model, args.data, args.target)
     truth = None if labels is None else _as_model_labels(labels, model, args.data)
@@ -259,7 +304,7 @@ def cmd_plot(args) -> None:
     from .plot import plot
     from .rio import atomic_path
 
-    _check_out(args.out, _image_formats(), "images")
+    _check_out(args.out, _image_formats(), "images", inputs=[args.model, args.data])
     if args.target is not None and not args.data:
         raise CLIError("--target names the label column of --data: give --data too")
     model = _load(args.model)
@@ -277,8 +322,15 @@ def cmd_plot(args) -> None:
 
 def cmd_demo(args) -> None:
     from .__main__ import run_demo
+    from .datasets import write_pima_csv
 
-    _check_out(args.png, _image_formats(), "images")
+    _check_out(args.png, _image_formats(), "images", option="--png")
+    if args.csv is not None:
+        try:
+            paths = write_pima_csv(args.csv)
+        except ValueError as exc:
+            raise CLIError(f"--csv {args.csv}: {exc}") from None
+        print(f"the data as CSV (label column type): {paths[0]}, {paths[1]}")
     run_demo(args.png)
 
 
@@ -287,21 +339,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     m = sub.add_parser("demo", help="the main job on built-in data: OPNB on Pima, with a projection plot")
     m.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
+    m.add_argument("--csv", metavar="DIR", help="also write the data as pima_train.csv and pima_test.csv in DIR "
+                                                "(label column: type), for trying the other commands")
     m.set_defaults(func=cmd_demo)
     sub.add_parser("study", help="the papers' experiment on PMLB data sets (pyopnb study --help)", add_help=False)
     f = sub.add_parser("fit", help="fit a model on a CSV file")
     f.add_argument("train")
     f.add_argument("--target", required=True, help="the class column")
     f.add_argument("--ndim", type=int)
-    f.add_argument("--formulation", choices=("R", "journal"), default="R",
-                   help="R: R OPNB 1.0's penalised objective (default); journal: the method as published "
-                        "(normalised projections, class bandwidths, LDA start)")
-    f.add_argument("--lam", type=float, help="penalty (formulation R; default 1e-3)")
+    from .formulation import FORMULATIONS
+
+    f.add_argument("--formulation", choices=list(FORMULATIONS), default="R",
+                   help="R: R OPNB 1.0's penalised objective (default); correct: the same with the paper's "
+                        "objective (priors once); journal: the method as published (normalised projections, "
+                        "class bandwidths, LDA start)")
+    f.add_argument("--lam", type=float, help="penalty (formulations R and correct; default 1e-3)")
     f.add_argument("--gamma", type=float, help="bandwidth multiplier (formulation journal; default 1)")
     f.add_argument("--prescale", action="store_true", help="formulation journal: multiply the scaled data by "
                                                            "the within-class covariance's inverse square root")
-    f.add_argument("--nbin", type=int, default=1000)
-    f.add_argument("--exact", action="store_true", help="exact kernel sums (R's nbin = NULL)")
+    f.add_argument("--nbin", type=int, help="bins per projected column (default 1000)")
+    f.add_argument("--exact", action="store_true", help="exact kernel sums (R's nbin = NULL); not with --nbin")
+    f.add_argument("--maxit", type=int, default=100,
+                   help="L-BFGS-B's iteration limit (R's optim maxit, default 100)")
     f.add_argument("--no-scale", action="store_true", help="do not scale features to unit sd")
     f.add_argument("--threads", type=int, help="threads for the fit, -1 for every core (default: "
                    "PYOPNB_NUM_THREADS, else OMP_NUM_THREADS, else every core); the model does not depend on it")
@@ -340,13 +399,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return study_main(argv[1:], prog="pyopnb study")
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            args.func(args)
     except (CLIError, ValueError, OSError) as exc:
         # a user's mistake (bad values, unreadable or unwritable files): one line, no traceback
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"pyopnb: error: {msg}", file=sys.stderr)
         return 2
+    # warnings as one line each, in the command's words, without Python's source lines
+    for msg in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
+        print(f"pyopnb: warning: {_in_cli_words(msg)}", file=sys.stderr)
     return 0
+
+
+def _in_cli_words(message: str) -> str:
+    """A library warning's advice, with the command's options for Python's arguments."""
+    return (message.replace("predict(..., log=True) computes in log space and has no such rows",
+                            "without --r-compatible, posteriors are computed in log space and keep their class")
+            .replace("predict: ", ""))
 
 
 if __name__ == "__main__":

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+import warnings
+from collections import Counter
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._validation import as_positive_scalar
-from .model import OPNB, OPNBModel, _check_lam, _check_X, factor, predict
+from ._validation import as_positive_scalar, check_lam, check_ndim, check_X, label_text
+from .exceptions import ConvergenceWarning
+from .fitting import OPNB, opnb_journal
+from .labels import factor
+from .model import OPNBModel, predict
 
 __all__ = ["OPNB_CV_lam", "opnb_journal_cv"]
 
@@ -17,7 +22,7 @@ def _stratified_folds(k: Any, labels: np.ndarray, random_state: Any) -> List[np.
     from sklearn.model_selection import StratifiedKFold
 
     if not isinstance(k, (int, np.integer)) or isinstance(k, (bool, np.bool_)) or k < 2:
-        raise ValueError(f"folds must be a list of index arrays or an integer >= 2, got {k!r}")
+        raise ValueError(f"folds must be a list of index arrays or an integer >= 2, got {label_text(k)}")
     k = int(k)
     smallest = int(np.unique(labels, return_counts=True)[1].min())
     if smallest < k:
@@ -52,13 +57,30 @@ def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
 def _cv_data(X: Any, y: Any, folds: Any, random_state: Any):
     """(X checked, labels as their levels, folds as 0-based index arrays):
     ``folds`` an integer k gives k stratified folds, seeded."""
-    Xa = _check_X(X, "X")
+    Xa = check_X(X, "X")
     levels, codes = factor(y)
     if codes.size != Xa.shape[0]:
         raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
     if np.isscalar(folds):
         folds = _stratified_folds(folds, codes, random_state)
     return Xa, levels[codes], _check_folds(folds, Xa.shape[0])
+
+
+def _n_jobs(n_jobs: Any, cores: Any) -> int:
+    """Processes for a cross-validation: n_jobs (scikit-learn's name), or R's
+    cores (deprecated); 1 by default, -1 for every core."""
+    from ._threads import available_cores
+
+    if cores is not None:
+        warnings.warn("cores is deprecated: use n_jobs (processes, as scikit-learn names them)", DeprecationWarning,
+                      stacklevel=3)
+        if n_jobs is None:
+            n_jobs = cores
+    if n_jobs is None:
+        return 1
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or (n_jobs < 1 and n_jobs != -1):
+        raise ValueError(f"n_jobs must be a positive integer or -1 (every core), got {label_text(n_jobs)}")
+    return available_cores() if n_jobs == -1 else int(n_jobs)
 
 
 class _Progress:
@@ -79,18 +101,43 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress] = None, label: str = "") -> float:
+def _fit_quietly(fn: Callable[..., OPNBModel], *args: Any, **kwargs: Any) -> Tuple[OPNBModel, List[str]]:
+    """fn's model, and the convergence warnings it gave (other warnings pass on)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always", ConvergenceWarning)
+        model = fn(*args, **kwargs)
+    notes = []
+    for w in rec:
+        if issubclass(w.category, ConvergenceWarning):
+            notes.append(str(w.message).split(": ", 1)[-1])
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return model, notes
+
+
+def _warn_once(caller: str, notes: List[str], fits: int) -> None:
+    """One warning for the inner fits of a cross-validation, counting each kind."""
+    if notes:
+        kinds = "; ".join(f"{k} of them: {note}" for note, k in Counter(notes).most_common())
+        warnings.warn(f"{caller}: {len(notes)} of {fits} fits did not end as they should. {kinds}",
+                      ConvergenceWarning, stacklevel=3)
+
+
+def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress] = None,
+                 label: str = "") -> Tuple[float, List[str]]:
     correct = 0
     total = 0
+    notes: List[str] = []
     for j, test in enumerate(folds):
         train = np.concatenate([f for i, f in enumerate(folds) if i != j])
-        model = OPNB(X[train], labels[train], lam=lam, **fit_kwargs)
+        model, said = _fit_quietly(OPNB, X[train], labels[train], lam=lam, **fit_kwargs)
+        notes += said
         pred = predict(model, X[test])["class"]
         correct += int(np.sum(pred == labels[test]))
         total += test.size
         if progress is not None:
             progress.step(f"{label} fold {j + 1}/{len(folds)}")
-    return correct / total
+    return correct / total, notes
 
 
 def OPNB_CV_lam(
@@ -103,11 +150,13 @@ def OPNB_CV_lam(
     nbin: Optional[int] = 1000,
     ndim: Optional[int] = None,
     scale: bool = True,
-    cores: int = 1,
+    cores: Optional[int] = None,
     V0: Any = None,
     C: Optional[Callable] = None,
     *,
     correct: bool = False,
+    maxit: int = 100,
+    n_jobs: Optional[int] = None,
     progress: bool = False,
     random_state: Any = 0,
     **kwargs: Any,
@@ -119,10 +168,13 @@ def OPNB_CV_lam(
     same call gives the same folds). For each
     lam, each fold is predicted by a model fitted on the other folds; accuracy
     is the share of correct predictions over all folds. The best lam (the first
-    on ties) is refitted on the rows of all folds. ``cores > 1`` runs the lam
-    values in parallel through joblib (so any joblib backend, Dask included,
-    can run them). ``factor`` may be given by that name, as in R.
-    ``progress=True`` draws a progress bar over lam values and folds on stderr.
+    on ties) is refitted on the rows of all folds. ``n_jobs > 1`` runs the lam
+    values in parallel processes through joblib (so any joblib backend, Dask
+    included, can run them; R's name ``cores`` still works, deprecated).
+    ``factor`` may be given by that name, as in R. ``maxit``: each fit's
+    L-BFGS-B iteration limit. The inner fits' convergence warnings come as
+    one, counted. ``progress=True`` draws a progress bar over lam values and
+    folds on stderr.
 
     Returns ``{"model": OPNBModel, "cv_stats": (nlam, 2) array [lam, accuracy]}``.
     """
@@ -132,28 +184,34 @@ def OPNB_CV_lam(
         raise TypeError(f"unexpected arguments: {sorted(kwargs)}")
     Xa, labels, fl = _cv_data(X, y, folds, random_state)
     if isinstance(nlam, bool) or not float(nlam).is_integer() or int(nlam) < 1:
-        raise ValueError(f"nlam must be a positive integer, got {nlam!r}")
-    lam0 = _check_lam(lam0)
+        raise ValueError(f"nlam must be a positive integer, got {label_text(nlam)}")
+    lam0 = check_lam(lam0)
     fac = as_positive_scalar(factor_, "factor")
     lams = lam0 * fac ** np.arange(int(nlam))
-    fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct)
-    if int(cores) > 1:
+    jobs_n = _n_jobs(n_jobs, cores)
+    fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct, maxit=maxit)
+    if jobs_n > 1:
         from joblib import Parallel, delayed
 
         # each fit already spreads its columns over threads: one thread per job
         fit_kwargs["threads"] = 1
         bar = _Progress(len(lams), progress)
         acc = [None] * len(lams)
-        jobs = Parallel(n_jobs=int(cores), return_as="generator_unordered")(
+        jobs = Parallel(n_jobs=jobs_n, return_as="generator_unordered")(
             delayed(lambda i, lam: (i, _cv_accuracy(Xa, labels, fl, lam, fit_kwargs)))(i, lam)
             for i, lam in enumerate(lams))
-        for i, a in jobs:
+        notes: List[str] = []
+        for i, (a, said) in jobs:
             acc[i] = a
+            notes += said
             bar.step(f"lam {lams[i]:.3g}: accuracy {a:.4f}")
     else:
         bar = _Progress(len(lams) * len(fl), progress)
-        acc = [_cv_accuracy(Xa, labels, fl, lam, fit_kwargs, bar, f"lam {i + 1}/{len(lams)} = {lam:.3g}")
-               for i, lam in enumerate(lams)]
+        runs = [_cv_accuracy(Xa, labels, fl, lam, fit_kwargs, bar, f"lam {i + 1}/{len(lams)} = {lam:.3g}")
+                for i, lam in enumerate(lams)]
+        acc = [a for a, _ in runs]
+        notes = [n for _, said in runs for n in said]
+    _warn_once("OPNB_CV_lam", notes, len(lams) * len(fl))
     acc = np.asarray(acc, dtype=float)
     best = int(np.argmax(acc))  # first of the maxima
     rows = np.concatenate(fl)
@@ -165,21 +223,22 @@ def OPNB_CV_lam(
 _JOURNAL_GAMMAS = (1 / 3, 1 / 2, 1.0, 2.0, 3.0)
 
 
-def _journal_fold(X, labels, train, test, gamma, ndims, path, fit_kwargs) -> np.ndarray:
-    """Test-fold hits (count of correct predictions) for each ndim."""
-    from .model import opnb_journal
-
+def _journal_fold(X, labels, train, test, gamma, ndims, path, fit_kwargs) -> Tuple[np.ndarray, List[str], int]:
+    """Test-fold hits (count of correct predictions) for each ndim, the fits'
+    convergence warnings, and the number of fits."""
     hits = np.zeros(len(ndims), dtype=np.int64)
     if path:
         # one fit at the largest ndim; its first m greedy columns serve ndim = m
-        model = opnb_journal(X[train], labels[train], ndim=max(ndims), gamma=gamma, **fit_kwargs)
+        model, notes = _fit_quietly(opnb_journal, X[train], labels[train], ndim=max(ndims), gamma=gamma, **fit_kwargs)
         for j, m in enumerate(ndims):
             hits[j] = int(np.sum(predict(model, X[test], ndim=m, log=True)["class"] == labels[test]))
-        return hits
+        return hits, notes, 1
+    notes = []
     for j, m in enumerate(ndims):
-        model = opnb_journal(X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs)
+        model, said = _fit_quietly(opnb_journal, X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs)
+        notes += said
         hits[j] = int(np.sum(predict(model, X[test], log=True)["class"] == labels[test]))
-    return hits
+    return hits, notes, len(ndims)
 
 
 def opnb_journal_cv(
@@ -192,7 +251,9 @@ def opnb_journal_cv(
     prescale: bool = False,
     *,
     path: bool = True,
-    cores: int = 1,
+    maxit: int = 100,
+    n_jobs: Optional[int] = None,
+    cores: Optional[int] = None,
     random_state: Any = 0,
     progress: bool = False,
 ) -> Dict[str, Any]:
@@ -206,21 +267,22 @@ def opnb_journal_cv(
     ``folds``: an integer k (stratified, shuffled with ``random_state``) or
     0-based index arrays. ``ndim`` defaults to 1..min(d, 20); ``gamma`` to the
     paper's grid. The best pair (the first on ties: smaller gamma, then
-    smaller ndim) is refitted on the rows of all folds. ``cores > 1`` runs
-    (gamma, fold) pairs through joblib, one thread per fit.
+    smaller ndim) is refitted on the rows of all folds. ``n_jobs > 1`` runs
+    (gamma, fold) pairs in parallel processes through joblib, one thread per
+    fit (``cores``: deprecated). ``maxit``: each fit's L-BFGS-B iteration
+    limit; the inner fits' convergence warnings come as one, counted.
 
     Returns ``{"model": OPNBModel, "gamma": float, "ndim": int,
     "cv_stats": (len(gamma) * len(ndim), 3) array [gamma, ndim, accuracy]}``.
     """
-    from .model import _check_ndim, opnb_journal
-
     Xa, labels, fl = _cv_data(X, y, folds, random_state)
     d = Xa.shape[1]
-    ndims = list(range(1, min(d, 20) + 1)) if ndim is None else sorted({_check_ndim(m, d) for m in ndim})
+    ndims = list(range(1, min(d, 20) + 1)) if ndim is None else sorted({check_ndim(m, d) for m in ndim})
     if not ndims:
         raise ValueError("ndim must list at least one number of columns")
     gammas = [as_positive_scalar(g, "gamma") for g in np.atleast_1d(gamma)]
-    fit_kwargs: Dict[str, Any] = dict(nbin=nbin, prescale=prescale)
+    jobs_n = _n_jobs(n_jobs, cores)
+    fit_kwargs: Dict[str, Any] = dict(nbin=nbin, prescale=prescale, maxit=maxit)
     pairs = [(g, j) for g in range(len(gammas)) for j in range(len(fl))]
     bar = _Progress(len(pairs), progress)
 
@@ -229,16 +291,21 @@ def opnb_journal_cv(
         return g, _journal_fold(Xa, labels, train, fl[j], gammas[g], ndims, path, fit_kwargs)
 
     hits = np.zeros((len(gammas), len(ndims)), dtype=np.int64)
-    if int(cores) > 1:
+    if jobs_n > 1:
         from joblib import Parallel, delayed
 
         fit_kwargs["threads"] = 1
-        results = Parallel(n_jobs=int(cores), return_as="generator_unordered")(delayed(job)(g, j) for g, j in pairs)
+        results = Parallel(n_jobs=jobs_n, return_as="generator_unordered")(delayed(job)(g, j) for g, j in pairs)
     else:
         results = (job(g, j) for g, j in pairs)
-    for g, h in results:
+    notes: List[str] = []
+    fits = 0
+    for g, (h, said, k) in results:
         hits[g] += h
+        notes += said
+        fits += k
         bar.step(f"gamma {gammas[g]:.3g}")
+    _warn_once("opnb_journal_cv", notes, fits)
     acc = hits / sum(f.size for f in fl)
     gi, mi = np.unravel_index(int(np.argmax(acc)), acc.shape)  # first of the maxima, row-major
     rows = np.concatenate(fl)

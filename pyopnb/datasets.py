@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["load_pima", "Dataset"]
+__all__ = ["load_pima", "write_pima_csv", "Dataset"]
 
 
 class Dataset(NamedTuple):
@@ -32,3 +32,29 @@ def load_pima() -> Dataset:
     y = np.array([r[7] for r in body])
     is_train = np.array([r[8] == "train" for r in body])
     return Dataset(X[is_train], y[is_train], X[~is_train], y[~is_train], feats)
+
+
+def write_pima_csv(folder) -> tuple:
+    """Write Pima as the command line reads data: pima_train.csv and
+    pima_test.csv in ``folder``, a header row, the label column ``type``.
+    A file already there is left alone if it holds the same data, and is an
+    error otherwise (nothing is written over). Returns the two paths."""
+    from pathlib import Path
+
+    d = load_pima()
+    root = Path(folder)
+    if not root.is_dir():
+        raise ValueError(f"{root}: no such folder")
+    out = []
+    for name, X, y in (("pima_train.csv", d.X_train, d.y_train), ("pima_test.csv", d.X_test, d.y_test)):
+        rows = [",".join(d.feature_names + ("type",))]
+        rows += [",".join([repr(float(v)) for v in x] + [str(lab)]) for x, lab in zip(X, y)]
+        text = "\n".join(rows) + "\n"
+        path = root / name
+        if path.exists():
+            if path.read_text() != text:
+                raise ValueError(f"{path} exists and holds other data: remove it or choose another folder")
+        else:
+            path.write_text(text)
+        out.append(path)
+    return tuple(out)

@@ -1,6 +1,7 @@
 """OPNBClassifier: OPNB as a scikit-learn estimator."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -8,7 +9,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeatures
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import column_names, feature_order, fit_data
-from .model import OPNB, OPNBModel, _projection, opnb_journal, predict
+from .fitting import fit
+from .formulation import Formulation, formulation
+from .model import OPNBModel, predict, projection
 
 __all__ = ["OPNBClassifier"]
 
@@ -16,34 +19,46 @@ __all__ = ["OPNBClassifier"]
 class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Optimal Projections Naive Bayes classifier.
 
-    Fits R's OPNB (see :func:`pyopnb.OPNB`) and predicts in log space, so
-    posteriors never underflow. ``transform`` returns the projections
-    ``(X - mu) @ V``, named ``opnbclassifier0``, ... by
-    ``get_feature_names_out`` (so ``set_output(transform="pandas")`` works).
-    A DataFrame given to predict or transform is matched to the training
-    columns by name, in any order. ``fit`` takes no ``sample_weight``: OPNB's
-    kernel sums and priors are unweighted, and ignoring weights would be a
-    silent wrong answer.
+    Fits OPNB in one of its formulations (:mod:`pyopnb.formulation`) and
+    predicts in log space, so posteriors never underflow. ``transform``
+    returns the projections ``(X - mu) @ V``, named ``opnbclassifier0``, ...
+    by ``get_feature_names_out`` (so ``set_output(transform="pandas")``
+    works). A DataFrame given to predict or transform is matched to the
+    training columns by name, in any order. ``fit`` takes no
+    ``sample_weight``: OPNB's kernel sums and priors are unweighted, and
+    ignoring weights would be a silent wrong answer.
+
+    Each formulation takes its own parameters; those left at None take the
+    formulation's defaults, and one of another formulation given a value is
+    an error at fit (a grid search over it would otherwise fit the same
+    model again and again).
 
     Parameters
     ----------
     ndim : int, optional
         Projection columns (default ``min(n_features, 20)``).
-    formulation : {"R", "journal"}
+    formulation : {"R", "correct", "journal"}
         ``"R"``: R OPNB 1.0's penalised formulation (:func:`pyopnb.OPNB`;
-        ``lam``, ``scale``, ``C`` and ``correct`` apply). ``"journal"``: the
-        method as published (:func:`pyopnb.opnb_journal`; ``gamma`` and
-        ``prescale`` apply).
-    lam : float
-        Penalty on ``||V||^2``, > 0.
+        ``lam``, ``scale`` and ``C`` apply). ``"correct"``: the same with
+        the paper's objective (priors once). ``"journal"``: the method as
+        published (:func:`pyopnb.opnb_journal`; ``gamma`` and ``prescale``
+        apply).
+    lam : float, optional
+        Penalty on ``||V||^2``, > 0 (R, correct; default 1e-3).
+    scale : bool, optional
+        Scale features to unit sd before fitting (R, correct; default True).
+    C : callable, optional
+        A penalty matrix, as in :func:`pyopnb.OPNB` (R, correct).
+    gamma : float, optional
+        Bandwidth multiplier (journal; default 1, grid 1/3, 1/2, 1, 2, 3).
+    prescale : bool, optional
+        Multiply the scaled data by Sigma_W^(-1/2) first (journal; default False).
+    V0 : callable or array, optional
+        The start, as in :func:`pyopnb.OPNB` (every formulation).
     nbin : int or None
         Bins per projected column; None for exact kernel sums.
-    scale : bool
-        Scale features to unit sd before fitting.
-    V0, C : callables, optional
-        As in :func:`pyopnb.OPNB`.
-    correct : bool
-        Optimise the paper's objective rather than R's (priors once).
+    maxit : int
+        L-BFGS-B's iteration limit (R's optim ``maxit``, 100).
     threads : int, optional
         Threads for every parallel step of a fit (-1: every core). Default:
         ``PYOPNB_NUM_THREADS``, else OpenMP's setting (``OMP_NUM_THREADS``,
@@ -51,23 +66,22 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         ``GridSearchCV(n_jobs=k)`` joblib's workers set OpenMP's count to
         cores // k, so the fits share the cores instead of oversubscribing
         them. The fitted model does not depend on it.
-    gamma : float
-        The journal formulation's bandwidth multiplier (grid 1/3, 1/2, 1, 2, 3).
-    prescale : bool
-        The journal formulation: multiply the scaled data by Sigma_W^(-1/2) first.
+    correct : bool, optional
+        Deprecated alias: ``correct=True`` is ``formulation="correct"``.
 
     Attributes
     ----------
     model_ : OPNBModel
+    formulation_ : the Formulation object fitted
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of str (when fitted on a DataFrame with string column names)
     """
 
-    def __init__(self, ndim: Optional[int] = None, lam: float = 1e-3, nbin: Optional[int] = 1000,
-                 scale: bool = True, V0: Optional[Callable] = None, C: Optional[Callable] = None,
-                 correct: bool = False, threads: Optional[int] = None, formulation: str = "R",
-                 gamma: float = 1.0, prescale: bool = False):
+    def __init__(self, ndim: Optional[int] = None, lam: Optional[float] = None, nbin: Optional[int] = 1000,
+                 scale: Optional[bool] = None, V0: Optional[Callable] = None, C: Optional[Callable] = None,
+                 correct: Optional[bool] = None, threads: Optional[int] = None, formulation: str = "R",
+                 gamma: Optional[float] = None, prescale: Optional[bool] = None, maxit: int = 100):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -79,6 +93,22 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         self.formulation = formulation
         self.gamma = gamma
         self.prescale = prescale
+        self.maxit = maxit
+
+    def _formulation(self) -> Formulation:
+        """The formulation with the parameters given (those left at None take its defaults)."""
+        name = self.formulation
+        if self.correct is not None:
+            warnings.warn("OPNBClassifier(correct=True) is deprecated: use formulation='correct'",
+                          DeprecationWarning, stacklevel=3)
+            if self.correct and name == "R":
+                name = "correct"
+            elif self.correct:
+                raise ValueError(f"correct=True belongs to formulation 'R' (it is formulation='correct'), not "
+                                 f"{name!r}")
+        given = {k: getattr(self, k) for k in ("lam", "scale", "C", "gamma", "prescale", "V0")
+                 if getattr(self, k) is not None}
+        return formulation(name, **given)
 
     def fit(self, X: Any, y: Any) -> "OPNBClassifier":
         """Fit the projection and the class densities."""
@@ -86,18 +116,10 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         ndim = self.ndim
         if ndim is not None and ndim > X.shape[1]:
             raise ValueError(f"ndim = {ndim} exceeds n_features = {X.shape[1]} of X")
+        self.formulation_ = self._formulation()
         # codes 0..K-1 keep the model's class order that of classes_
-        if self.formulation == "journal":
-            if self.C is not None:
-                raise ValueError("C (a penalty matrix) belongs to formulation='R'; the journal formulation has "
-                                 "no penalty")
-            self.model_: OPNBModel = opnb_journal(X, codes, ndim=ndim, gamma=self.gamma, nbin=self.nbin,
-                                                  prescale=self.prescale, V0=self.V0, threads=self.threads)
-        elif self.formulation == "R":
-            self.model_ = OPNB(X, codes, ndim=ndim, lam=self.lam, V0=self.V0, scale=self.scale,
-                               nbin=self.nbin, C=self.C, correct=self.correct, threads=self.threads)
-        else:
-            raise ValueError(f"formulation must be 'R' or 'journal', got {self.formulation!r}")
+        self.model_: OPNBModel = fit(X, codes, self.formulation_, ndim=ndim, nbin=self.nbin, maxit=self.maxit,
+                                     threads=self.threads, caller="OPNBClassifier")
         self._n_features_out = self.model_.ndim
         return self
 
@@ -131,7 +153,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     def transform(self, X: Any) -> np.ndarray:
         """Projections ``(X - mu) @ V`` on the fitted columns (summed in R's order)."""
         X = self._validate_test(X)
-        return _projection(X, self.model_.mu, self.model_.V)
+        return projection(X, self.model_.mu, self.model_.V)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

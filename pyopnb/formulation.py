@@ -1,35 +1,47 @@
 """The formulations of OPNB that one fit driver optimises.
 
-Each formulation says how the data are scaled, which bandwidths the classes
-get, where L-BFGS-B starts, what it maximises, and how the optimum becomes a
-model's V and h; :func:`pyopnb.model._fit` only drives the optimiser (as
-scikit-learn's LDA dispatches on its ``solver``).
+Each formulation owns everything about itself: its parameters and their
+checks, how the data are scaled, which bandwidths the classes get, where
+L-BFGS-B starts, its penalty and likelihood, the order of the optimum's
+columns, the columns the model takes, and what an optimiser outcome means
+for it. :func:`pyopnb.fitting.fit` only drives the optimiser (as
+scikit-learn's LDA dispatches on its ``solver``); ``FORMULATIONS`` names
+them for ``OPNBClassifier``, the command line and the study.
 
-``RFormulation``
+``RFormulation`` ("R")
     R OPNB 1.0 (the penalised formulation of arXiv v1): centred and scaled
     data, bandwidth 1 for every class, start at the leading eigenvectors of
-    cov, maximise l(V) - lam pen(V); ``correct=True`` counts the priors once.
-``JournalFormulation``
+    cov, maximise l(V) - lam pen(V) with R's objective, defects included
+    (squared priors in the exact value; a binned gradient that is not the
+    derivative of the binned value).
+``CorrectFormulation`` ("correct")
+    R's formulation with the paper's objective: priors once, and a binned
+    value whose gradient is its exact derivative.
+``JournalFormulation`` ("journal")
     The method as published (the journal version, section 2 and section 4.2
     item 8): l at V with unit-norm columns (no penalty, priors once), class
     bandwidths h_k = 0.54 gamma (trace(Sigma_k)/p)^(1/2) n_k^(-1/5), start at
     LDA's discriminant directions completed by principal components, and
     optionally data pre-scaled by Sigma_W^(-1/2) (the paper's remedy on
     Hill-Valley, section 4.5).
+
+A fourth formulation is one class with these methods and one line in
+``FORMULATIONS``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Optional, Tuple
+from dataclasses import dataclass, fields
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from . import _linalg, _project, _threads
-from ._validation import as_positive_scalar
-from .objective import Problem, Workspace, check_problem, evaluate, evaluate_normalised
+from ._validation import as_positive_scalar, check_lam, label_text
+from .objective import Problem, Workspace, check_problem, evaluate, evaluate_normalised, grid_tables
 
-__all__ = ["RFormulation", "JournalFormulation", "Setup", "lda_start", "journal_bandwidths", "within_between",
-           "r_colmeans", "r_sd", "r_standardise"]
+__all__ = ["Formulation", "RFormulation", "CorrectFormulation", "JournalFormulation", "FORMULATIONS",
+           "formulation", "Setup", "lda_start", "journal_bandwidths", "within_between", "r_colmeans", "r_sd",
+           "r_standardise"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
 _SILVERMAN_054 = 0.54
@@ -56,7 +68,6 @@ class Setup:
     lam: float
     pen: Optional[Callable[[np.ndarray], float]]
     dpen: Optional[Callable[[np.ndarray], np.ndarray]]
-    compat: str
 
 
 def within_between(Xs: np.ndarray, codes: np.ndarray, K: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -140,13 +151,13 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
     h = np.empty(K)
     for k in range(K):
         Xk = np.ascontiguousarray(Xs[codes == k])
-        name = levels[k] if levels is not None else k
+        name = label_text(levels[k] if levels is not None else k)
         if Xk.shape[0] < 2:
-            raise ValueError(f"class {name!r} has {Xk.shape[0]} row: the journal bandwidth needs at least 2 "
+            raise ValueError(f"class {name} has {Xk.shape[0]} row: the journal bandwidth needs at least 2 "
                              f"rows of every class")
         tr = _linalg.r_sum(_project.r_var(Xk, thr))
         if not tr > 0:
-            raise ValueError(f"class {name!r} does not vary (all its rows are equal): its bandwidth would be 0")
+            raise ValueError(f"class {name} does not vary (all its rows are equal): its bandwidth would be 0")
         h[k] = _SILVERMAN_054 * gamma * np.sqrt(tr / p) * Xk.shape[0] ** -0.2
     return h
 
@@ -168,13 +179,16 @@ def r_sd(X: np.ndarray) -> np.ndarray:
     return _project.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
 
 
-def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def r_standardise(X: np.ndarray, scale: bool = True,
+                  names: Optional[Tuple[str, ...]] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """R OPNB's steps 2-3, to the bit: (mu, scales, Xs).
 
     mu = colMeans(X); scales = 1/sd of the centred columns (0 for sd < 1e-20,
     1 if not scale); Xs = (X - mu) * scales. R multiplies by 1/sd: dividing
     changes Xs by an ulp here and there, which can flip the sign of an
     eigenvector of the start, and R's binned objective tells signs apart.
+    A column whose variance overflows double precision (values past about
+    1e154) is an error naming it (R would zero it silently).
     """
     n, d = X.shape
     thr = _threads.resolve()
@@ -187,6 +201,11 @@ def r_standardise(X: np.ndarray, scale: bool = True) -> Tuple[np.ndarray, np.nda
     _threads.for_blocks(n, centre, thr)  # elementwise: the same bits on any blocks
     if scale:
         sd = r_sd(Xc) if n > 1 else np.zeros(d)
+        if not np.all(np.isfinite(sd)):
+            j = int(np.flatnonzero(~np.isfinite(sd))[0])
+            col = f"'{names[j]}'" if names else str(j)
+            raise ValueError(f"X's column {col} varies too much for its variance to be a double (values past about "
+                             f"1e154): divide X by a constant first")
         scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
 
         def rescale(s: int, e: int) -> None:
@@ -244,57 +263,189 @@ def _start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
 
 
 
-@dataclass
-class RFormulation:
-    """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`)."""
+class Formulation:
+    """What every formulation provides to the fit driver.
 
-    lam: float
-    V0: Any = None
-    C: Optional[Callable] = None
-    scale: bool = True
-    correct: bool = False
+    ``name``: its registry name. ``params``: its parameters and their
+    defaults (the estimator and the command line refuse another
+    formulation's). ``takes_penalty``: whether lam applies.
+    """
 
-    @property
-    def compat(self) -> str:
-        return "correct" if self.correct else "R"
+    name: ClassVar[str]
+    params: ClassVar[Dict[str, Any]]
 
-    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
-        K = levels.size
-        mu, scales, Xs = r_standardise(Xa, self.scale)
-        PI = np.bincount(codes, minlength=K) / codes.size
-        problem = check_problem(Xs, codes.astype(np.int32), PI, np.ones(K))
-        y1 = codes + 1
-        V = _start(self.V0, Xs, y1, ndim)
-        pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
-        return Setup(mu, scales, None, problem, V, self.lam, pen, dpen, self.compat)
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
+              names: Optional[Tuple[str, ...]] = None) -> Setup:
+        """The data as optimised, the start V and the penalty."""
+        raise NotImplementedError
 
     def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
                    threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
-        """l(V) (R's, or with correct=True the paper's) and its gradient in V."""
-        return evaluate(V, problem, nbin, self.compat, gradient, threads, ws)
+        """The formulation's l (no penalty) at V, of any number of columns, and its gradient."""
+        raise NotImplementedError
 
     def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The optimum's columns and norms as the model takes them: V's own."""
         return V, norms
 
+    def column_order(self, V: np.ndarray, problem: Problem, nbin: Optional[int], threads: int,
+                     ws: Optional[Workspace]) -> List[int]:
+        """R's column order: forward selection by l (lam = 0), ties to the first."""
+        return _greedy(V.shape[1], lambda chosen, j: self.likelihood(
+            np.ascontiguousarray(V[:, chosen + [j]]), problem, nbin, False, threads, ws)[0])
 
-@dataclass
-class JournalFormulation:
+    def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
+                         words: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
+        """What L-BFGS-B's outcome (R's optim code) says of a fit, for a
+        warning; None where it is the formulation's normal outcome. ``words``
+        names the settings as the caller knows them (PYTHON_WORDS, or the
+        command line's flags)."""
+        words = PYTHON_WORDS if words is None else words
+        if code == 0:
+            return None
+        if code == 1:
+            return (f"L-BFGS-B stopped at its iteration limit, {words['maxit']} = {maxit} (convergence code 1, as R's "
+                    f"optim reports it): the projection may not be an optimum yet. Give a larger {words['maxit']}.")
+        return ("L-BFGS-B stopped because its line search failed (convergence code 52, as R's optim reports it): "
+                "the projection may not be a local optimum. Try " + self.advice(nbin, words) + ".")
+
+    def advice(self, nbin: Optional[int], words: Optional[Dict[str, Optional[str]]] = None) -> str:
+        """What to try when the optimiser did not end well, in the caller's words."""
+        return _suggest(self._remedies(nbin), PYTHON_WORDS if words is None else words)
+
+    def _remedies(self, nbin: Optional[int]) -> List[str]:
+        return ([] if nbin is None else ["nbin", "exact"]) + ["V0"]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in fields(self))})"
+
+
+# how a setting is named in a remedy: Python's arguments (the command line has its own flags)
+PYTHON_WORDS: Dict[str, Optional[str]] = {"lam": "lam", "nbin": "nbin", "exact": "nbin=None", "gamma": "gamma",
+                                          "V0": "V0", "maxit": "maxit"}
+_REMEDY = {"lam": "a larger {}", "nbin": "more bins ({})", "exact": "exact sums ({})", "gamma": "another {}",
+           "V0": "another start {}"}
+
+
+def _suggest(keys: List[str], words: Dict[str, Optional[str]]) -> str:
+    """'a, b or c' of the remedies that the caller can name (words[key] not None)."""
+    items = [_REMEDY[k].format(words[k]) for k in keys if words.get(k)]
+    if not items:
+        return "other settings"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _greedy(ndim: int, score: Callable[[List[int], int], float]) -> List[int]:
+    """Forward selection of columns: each step adds the column whose score
+    with the chosen ones is largest (the first of equal ones)."""
+    chosen: List[int] = []
+    remaining = list(range(ndim))
+    while remaining:
+        best = int(np.argmax([score(chosen, j) for j in remaining]))
+        chosen.append(remaining.pop(best))
+    return chosen
+
+
+@dataclass(repr=False)
+class RFormulation(Formulation):
+    """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`)."""
+
+    lam: float = 1e-3
+    V0: Any = None
+    C: Optional[Callable] = None
+    scale: bool = True
+
+    name: ClassVar[str] = "R"
+    params: ClassVar[Dict[str, Any]] = {"lam": 1e-3, "scale": True, "C": None, "V0": None}
+    # the objective's behaviour (objective.evaluate)
+    compat: ClassVar[str] = "R"
+
+    def __post_init__(self) -> None:
+        self.lam = check_lam(self.lam)
+        if not isinstance(self.scale, (bool, np.bool_)):
+            raise ValueError(f"scale must be True or False, got {label_text(self.scale)}")
+
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
+              names: Optional[Tuple[str, ...]] = None) -> Setup:
+        K = levels.size
+        mu, scales, Xs = r_standardise(Xa, self.scale, names)
+        PI = np.bincount(codes, minlength=K) / codes.size
+        problem = check_problem(Xs, codes.astype(np.int32), PI, np.ones(K))
+        y1 = codes + 1
+        V = _start(self.V0, Xs, y1, ndim)
+        pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
+        return Setup(mu, scales, None, problem, V, self.lam, pen, dpen)
+
+    def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
+                   threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
+        """l(V) (R's) and its gradient in V."""
+        return evaluate(V, problem, nbin, self.compat, gradient, threads, ws)
+
+    def column_order(self, V: np.ndarray, problem: Problem, nbin: Optional[int], threads: int,
+                     ws: Optional[Workspace]) -> List[int]:
+        """R's order. Binned, each column's grid densities do not depend on the
+        others: the subsets' values are read off the columns' grid tables
+        (the workspace's, built at V by the fit's last evaluation)."""
+        if nbin is None:
+            return super().column_order(V, problem, nbin, threads, ws)
+        tables = None if ws is None else ws.tables
+        if tables is None:
+            tables = grid_tables(_project.project(problem.X, V, threads), problem, nbin, False, threads)
+        logprior = _linalg.c_log_array(problem.PI)
+        chosen: List[int] = []
+        remaining = list(range(V.shape[1]))
+        while remaining:
+            best = int(np.argmax(tables.subset_values(chosen, remaining, logprior)))  # the first of the maxima
+            chosen.append(remaining.pop(best))
+        return chosen
+
+    def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
+                         words: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
+        # R's binned gradient is not the derivative of its binned value: a
+        # line search that cannot progress is its normal end, as in R's OPNB
+        if code == 52 and nbin is not None:
+            return None
+        return super().convergence_note(code, nbin, maxit, words)
+
+    def _remedies(self, nbin: Optional[int]) -> List[str]:
+        return ["lam"] + super()._remedies(nbin)
+
+
+@dataclass(repr=False)
+class CorrectFormulation(RFormulation):
+    """R's formulation (scaling, start, penalty) with the paper's objective:
+    priors counted once, and binned, linear binning with each point's
+    density summed from the binned weights and its exact gradient."""
+
+    name: ClassVar[str] = "correct"
+    compat: ClassVar[str] = "correct"
+
+    # the paper's objective has none of R's binned shortcuts or defects
+    column_order = Formulation.column_order
+    convergence_note = Formulation.convergence_note
+
+
+@dataclass(repr=False)
+class JournalFormulation(Formulation):
     """The published OPNB (see :func:`pyopnb.opnb_journal`)."""
 
     gamma: float = 1.0
     prescale: bool = False
     V0: Any = None
 
+    name: ClassVar[str] = "journal"
+    params: ClassVar[Dict[str, Any]] = {"gamma": 1.0, "prescale": False, "V0": None}
+
     def __post_init__(self) -> None:
         self.gamma = as_positive_scalar(self.gamma, "gamma")
+        if not isinstance(self.prescale, (bool, np.bool_)):
+            raise ValueError(f"prescale must be True or False, got {label_text(self.prescale)}")
 
-    compat = "correct"
-
-    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int) -> Setup:
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
+              names: Optional[Tuple[str, ...]] = None) -> Setup:
         K = levels.size
         # the paper's protocol: each variable over its training sd (constant ones zeroed)
-        mu, scales, Xs = r_standardise(Xa, True)
+        mu, scales, Xs = r_standardise(Xa, True, names)
         T = None
         if self.prescale:
             T, _ = _inv_sqrt(within_between(Xs, codes, K)[0])
@@ -306,7 +457,7 @@ class JournalFormulation:
             V = lda_start(Xs, codes, K, ndim)
         else:
             V = _start(self.V0, Xs, codes + 1, ndim)
-        return Setup(mu, scales, T, problem, V, 0.0, None, None, self.compat)
+        return Setup(mu, scales, T, problem, V, 0.0, None, None)
 
     def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
                    threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
@@ -316,3 +467,24 @@ class JournalFormulation:
     def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The value is V-bar's: the model (and the greedy order) takes unit columns."""
         return V / norms, np.ones_like(norms)
+
+    def _remedies(self, nbin: Optional[int]) -> List[str]:
+        return ([] if nbin is None else ["nbin", "exact"]) + ["gamma", "V0"]
+
+
+FORMULATIONS: Dict[str, type] = {f.name: f for f in (RFormulation, CorrectFormulation, JournalFormulation)}
+
+
+def formulation(name: str, **params: Any) -> Formulation:
+    """The formulation registered as ``name``, built with ``params``; a
+    parameter of another formulation is an error that says whose it is."""
+    if name not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, got {label_text(name)}")
+    cls = FORMULATIONS[name]
+    foreign = sorted(k for k in params if k not in cls.params)
+    if foreign:
+        owners = {k: [n for n, c in FORMULATIONS.items() if k in c.params] for k in foreign}
+        said = "; ".join(f"{k} belongs to formulation {' and '.join(map(repr, o))}" if o else f"{k} is no parameter"
+                         for k, o in owners.items())
+        raise ValueError(f"{said}: formulation {name!r} takes {', '.join(sorted(cls.params))}")
+    return cls(**params)

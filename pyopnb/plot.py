@@ -6,12 +6,15 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._linalg import c_log_array
-from .model import OPNBModel, _check_model, _check_X, _projection
+from ._validation import check_X, label_text
+from .model import OPNBModel, check_model, projection
 from .naive_bayes import class_log_densities
 
 __all__ = ["plot", "class_styles"]
 
 _GRID = 50  # R draws its boundaries on a 50 x 50 grid
+# the class regions' grid: fine enough that a region's edge is no staircase
+_REGION_GRID = 400
 _CURVE = 400  # points along the axis of a one-column model's densities
 _MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*", "<", ">", "p", "h")
 # a legend of more entries than this goes beside the axes, not over the data
@@ -52,12 +55,14 @@ def _check_labels(yte: Any, model: OPNBModel, m: int) -> np.ndarray:
     return codes
 
 
-def _legend(ax: Any, K: int) -> None:
+def _legend(ax: Any, K: int, title: str) -> None:
+    """The classes' legend, titled; past ten classes beside the axes, where
+    the figure's constrained layout keeps it inside a plain savefig."""
     if K <= _LEGEND_INSIDE:
-        ax.legend(loc="best", fontsize="small")
+        ax.legend(loc="best", fontsize="small", title=title, title_fontsize="small")
     else:
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small",
-                  ncol=int(np.ceil(K / 25)), markerscale=1.2)
+                  ncol=int(np.ceil(K / 25)), markerscale=1.2, title=title, title_fontsize="small")
 
 
 def plot(
@@ -75,7 +80,8 @@ def plot(
     Training points by class (colour and marker), the decision boundaries of
     the two-column model (where a class's posterior equals the largest other)
     on a 50 x 50 grid spanning each axis' range widened by half its sd,
-    optional translucent class regions (``add_cols``), and test points as
+    optional translucent class regions (``add_cols``, on a 400 x 400 grid
+    drawn as an image, so that their edges are crisp), and test points as
     small black dots, or, given their labels ``yte``, as hollow markers in
     their true class's style. ``dims`` are 1-based, as in R (default (1, 2),
     or (1,) for a one-column model); the bandwidths
@@ -91,29 +97,30 @@ def plot(
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
 
-    model = _check_model(model)
+    model = check_model(model)
     ndim = model.V.shape[1]
     if dims is None:
         dims = (1,) if ndim == 1 else (1, 2)
     try:
         cols = [int(d) - 1 for d in dims]
     except (TypeError, ValueError):
-        raise ValueError(f"dims must be column numbers (1-based), got {dims!r}") from None
+        raise ValueError(f"dims must be column numbers (1-based), got {label_text(dims)}") from None
     if ndim == 1:
         if cols != [0]:
-            raise ValueError(f"the model has one column: dims must be (1,), got {tuple(dims)!r}")
+            raise ValueError(f"the model has one column: dims must be (1,), got {label_text(tuple(dims))}")
     elif len(cols) != 2 or cols[0] == cols[1] or min(cols) < 0 or max(cols) >= ndim:
-        raise ValueError(f"dims must be two different columns from 1 to {ndim}, got {tuple(dims)!r}")
+        raise ValueError(f"dims must be two different columns from 1 to {ndim}, got {label_text(tuple(dims))}")
     pte = None
     if Xte is not None:
-        pte = _projection(_check_X(Xte, "Xte", model.V.shape[0], model.feature_names), model.mu, model.V[:, cols])
+        pte = projection(check_X(Xte, "Xte", model.V.shape[0], model.feature_names), model.mu, model.V[:, cols])
     elif yte is not None:
         raise ValueError("yte labels the rows of Xte: give Xte too")
     codes = None if yte is None else _check_labels(yte, model, pte.shape[0])
     if ax is None:
         K = model.nc
-        _, ax = plt.subplots(figsize=(6.5 + (1.6 * np.ceil(K / 25) if K > _LEGEND_INSIDE else 0), 5.5))
-    ptr = _projection(model.X, model.mu, model.V[:, cols])
+        _, ax = plt.subplots(figsize=(6.5 + (1.6 * np.ceil(K / 25) if K > _LEGEND_INSIDE else 0), 5.5),
+                             layout="constrained")
+    ptr = projection(model.X, model.mu, model.V[:, cols])
     styles = class_styles(model.nc)
     if ndim == 1:
         return _plot_line(model, ptr, pte, codes, styles, plot_train, ax)
@@ -129,9 +136,13 @@ def plot(
     logden = _log_joint(model, ptr, cols, grid)
     K = model.nc
     if add_cols:
-        region = np.argmax(logden, axis=1).reshape(GX.shape)
-        ax.contourf(GX, GY, region, levels=np.arange(K + 1) - 0.5,
-                    cmap=ListedColormap([styles[k][0] for k in range(K)]), alpha=0.15)
+        fx = np.linspace(lo[0], hi[0], _REGION_GRID)
+        fy = np.linspace(lo[1], hi[1], _REGION_GRID)
+        FX, FY = np.meshgrid(fx, fy)
+        region = np.argmax(_log_joint(model, ptr, cols, np.column_stack([FX.ravel(), FY.ravel()])), axis=1)
+        ax.imshow(region.reshape(FX.shape), origin="lower", extent=(lo[0], hi[0], lo[1], hi[1]), aspect="auto",
+                  interpolation="nearest", cmap=ListedColormap([styles[k][0] for k in range(K)]), vmin=-0.5,
+                  vmax=K - 0.5, alpha=0.15, zorder=0)
     for k in range(K):
         others = np.delete(logden, k, axis=1).max(axis=1)
         diff = (logden[:, k] - others).reshape(GX.shape)
@@ -148,7 +159,7 @@ def plot(
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
     if plot_train or pte is not None:
-        _legend(ax, K)
+        _legend(ax, K, model.target or "class")
     return ax
 
 
@@ -193,5 +204,5 @@ def _plot_line(model, ptr, pte, codes, styles, plot_train, ax):
     ax.set_ylim(-0.2 * top, 1.05 * top)
     ax.set_xlabel("projection 1")
     ax.set_ylabel("prior x class density")
-    _legend(ax, K)
+    _legend(ax, K, model.target or "class")
     return ax

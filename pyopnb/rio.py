@@ -1,4 +1,11 @@
-"""Moving OPNB models between R and Python: RDS files, without R."""
+"""Moving OPNB models between R and Python: RDS and JSON files, without R.
+
+A model written here keeps what R's fields cannot hold, where R ignores it:
+the class labels' type (R's levels are strings; integer labels come back as
+integers) and L-BFGS-B's convergence code, as attributes of the RDS list
+("pyopnb.ynames", "pyopnb.convergence") and as fields of the JSON file. A
+model that R saved has no convergence code: it reads as unknown (None).
+"""
 from __future__ import annotations
 
 import json
@@ -6,15 +13,37 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Dict, Iterator, Optional, Union
 
 import numpy as np
 
-from .model import OPNBModel
+from .model import OPNBModel, check_model
 
 __all__ = ["read_rds", "write_rds", "read_json", "write_json", "read_model", "write_model", "model_from_fields"]
 
 _FIELDS = ("V", "X", "y", "PI", "h", "nc", "mu", "scales", "ynames", "lam", "fval")
+# the labels' types a file can name, by numpy kind
+_LABEL_KINDS = {"i": "integer", "u": "integer", "f": "double", "b": "logical"}
+
+
+def _label_kind(ynames: np.ndarray) -> str:
+    """The labels' type as R names it: integer, double, logical or character."""
+    return _LABEL_KINDS.get(np.asarray(ynames).dtype.kind, "character")
+
+
+def _labels_as(kind: Any, ynames: np.ndarray) -> np.ndarray:
+    """Labels read as text, back in their type (character when not named)."""
+    text = [str(v) for v in np.ravel(ynames)]
+    if kind == "integer":
+        return np.asarray([int(v) for v in text], dtype=np.int64)
+    if kind == "double":
+        return np.asarray([float(v) for v in text], dtype=np.float64)
+    if kind == "logical":
+        return np.asarray([v.upper() == "TRUE" for v in text], dtype=bool)
+    if kind not in (None, "character"):
+        raise ValueError(f"a model file names its labels' type {kind!r}, not one of integer, double, logical, "
+                         f"character")
+    return np.asarray(text, dtype=object)
 
 
 def _vector(v: Any, name: str) -> np.ndarray:
@@ -37,8 +66,9 @@ def _names(v: Any) -> Any:
     return None
 
 
-def model_from_fields(fields: Any) -> OPNBModel:
-    """An OPNBModel from R's fields (a mapping, e.g. a converted R list)."""
+def model_from_fields(fields: Any, ynames_kind: Optional[str] = None, convergence: Optional[int] = None) -> OPNBModel:
+    """An OPNBModel from R's fields (a mapping, e.g. a converted R list);
+    the labels back in their type when ``ynames_kind`` names it."""
     missing = [f for f in _FIELDS if f not in fields]
     if missing:
         raise ValueError(f"not an OPNB model: fields {missing} are missing")
@@ -57,10 +87,7 @@ def model_from_fields(fields: Any) -> OPNBModel:
         raise ValueError("model field 'y' must hold integer class codes")
     ynames_raw = fields["ynames"]
     cats = getattr(ynames_raw, "categories", None)
-    ynames = np.asarray(
-        [str(s) for s in (np.asarray(ynames_raw) if cats is None else np.asarray(ynames_raw.astype(str)))],
-        dtype=object,
-    )
+    ynames = _labels_as(ynames_kind, np.asarray(ynames_raw) if cats is None else np.asarray(ynames_raw.astype(str)))
     model = OPNBModel(
         V=np.ascontiguousarray(V), X=np.ascontiguousarray(X), y=y.astype(np.int64),
         PI=_vector(fields["PI"], "PI").ravel(), h=np.ascontiguousarray(h), nc=nc,
@@ -69,6 +96,7 @@ def model_from_fields(fields: Any) -> OPNBModel:
         fval=float(np.ravel(_vector(fields["fval"], "fval"))[0]),
         feature_names=_names(fields["mu"]) or _names(fields["X"]),
         target=_target(fields.get("target")),
+        convergence=convergence,
     )
     _check_consistent(model)
     return model
@@ -112,7 +140,8 @@ def read_rds(path: Union[str, os.PathLike]) -> OPNBModel:
         parsed = rdata.parser.parse_file(p)
     except Exception as exc:  # rdata raises many kinds on bad input
         raise ValueError(f"{p}: not a readable RDS file ({type(exc).__name__}: {exc})") from None
-    classes = _r_class(parsed.object)
+    attrs = _r_attributes(parsed.object)
+    classes = attrs.get("class", [])
     if "OPNB" not in classes:
         raise ValueError(f"{p}: the RDS object is of class {classes or ['(none)']}, not 'OPNB'")
     try:
@@ -125,20 +154,30 @@ def read_rds(path: Union[str, os.PathLike]) -> OPNBModel:
         raise ValueError(f"{p}: could not convert the R object ({type(exc).__name__}: {exc})") from None
     if not hasattr(converted, "keys"):
         raise ValueError(f"{p}: the OPNB object is not a named list")
-    return model_from_fields({str(k): v for k, v in converted.items()})
+    kind = attrs.get("pyopnb.ynames", [None])[0]
+    code = attrs.get("pyopnb.convergence", [None])[0]
+    return model_from_fields({str(k): v for k, v in converted.items()}, kind, None if code is None else int(code))
 
 
-def _r_class(obj: Any) -> list:
+def _r_attributes(obj: Any) -> Dict[str, list]:
+    """An R object's attributes as lists of Python values (strings and
+    numbers), by name."""
+    out: Dict[str, list] = {}
     attrs = getattr(obj, "attributes", None)
     while attrs is not None and getattr(attrs, "value", None) is not None:
         tag = attrs.tag
         ref = getattr(tag, "referenced_object", None)
         sym = ref if ref is not None else tag
         name = getattr(getattr(sym, "value", None), "value", None)
-        if name == b"class":
-            return [c.value.decode() for c in attrs.value[0].value if c.value is not None]
+        if isinstance(name, bytes):
+            vals = attrs.value[0].value
+            if isinstance(vals, list):
+                out[name.decode()] = [v.value.decode() if getattr(v, "value", None) is not None else None
+                                      for v in vals]
+            else:
+                out[name.decode()] = list(np.ravel(vals)) if vals is not None else []
         attrs = attrs.value[1] if len(attrs.value) > 1 else None
-    return []
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -213,7 +252,12 @@ def _opnb_r_object(model: OPNBModel, converter: Any) -> Any:
         # not one of R's fields: R's predict.OPNB reads the others by name and ignores it
         values.append(converter.convert_to_r_object(np.asarray([str(model.target)], dtype=object)))
         names_out.append("target")
-    attrs = converter.convert_to_r_attributes({"names": np.asarray(names_out, dtype=object), "class": "OPNB"})
+    extra: Dict[str, Any] = {"pyopnb.ynames": _label_kind(model.ynames)}
+    if model.convergence is not None:
+        # not R's: R's predict.OPNB ignores attributes
+        extra["pyopnb.convergence"] = np.array([int(model.convergence)], dtype=np.int32)
+    attrs = converter.convert_to_r_attributes({"names": np.asarray(names_out, dtype=object), "class": "OPNB",
+                                               **extra})
     return build_r_object(RObjectType.VEC, value=values, is_object=True, attributes=attrs)
 
 
@@ -221,9 +265,7 @@ def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
     """Save a model as R's saveRDS would, for R's readRDS and predict.OPNB (R not needed)."""
     import rdata
 
-    from .model import _check_model
-
-    model = _check_model(model)
+    model = check_model(model)
     _check_consistent(model)
     with atomic_path(path) as tmp:
         rdata.write_rds(tmp, model, constructor_dict={OPNBModel: _opnb_r_object})
@@ -231,16 +273,18 @@ def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
 
 def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
     """Save a model as JSON: R's fields (matrices as lists of rows) and the feature names."""
-    from .model import _check_model
-
-    model = _check_model(model)
+    model = check_model(model)
     _check_consistent(model)
-    doc = {"format": "pyopnb-model", "version": 1,
+    doc = {"format": "pyopnb-model", "version": 2,
            "feature_names": list(model.feature_names) if model.feature_names else None,
-           "target": model.target, "convergence": int(model.convergence)}
+           "target": model.target, "convergence": None if model.convergence is None else int(model.convergence),
+           "ynames_type": _label_kind(model.ynames)}
     for k in _FIELDS:
         v = getattr(model, k)
-        doc[k] = [str(s) for s in v] if k == "ynames" else (np.asarray(v).tolist() if np.ndim(v) else v)
+        if k == "ynames":
+            doc[k] = [str(s) for s in v] if doc["ynames_type"] == "character" else np.asarray(v).tolist()
+        else:
+            doc[k] = np.asarray(v).tolist() if np.ndim(v) else v
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(doc))
 
@@ -258,11 +302,11 @@ def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
         raise ValueError(f"{p}: not a pyopnb model (JSON without format 'pyopnb-model')")
     fields = {k: doc[k] for k in _FIELDS if k in doc}
     fields["ynames"] = np.asarray(doc.get("ynames", []), dtype=object)
-    model = model_from_fields(fields)
+    code = doc.get("convergence")
+    model = model_from_fields(fields, doc.get("ynames_type"), None if code is None else int(code))
     if doc.get("feature_names"):
         model.feature_names = tuple(doc["feature_names"])
     model.target = doc.get("target")
-    model.convergence = int(doc.get("convergence", 0))
     return model
 
 

@@ -205,9 +205,9 @@ def test_fit_the_journal_formulation(files):
     assert read_json(tmp / "j1.json").h[0, 0] == pytest.approx(2 * m.h[0, 0], rel=1e-12)
     r = run("fit", "train.csv", "--target", "type", "--formulation", "journal", "--lam", "0.1", "--out", "x.rds",
             cwd=tmp)
-    assert r.returncode == 2 and "--lam and --no-scale belong to --formulation R" in r.stderr
-    r = run("fit", "train.csv", "--target", "type", "--gamma", "2", "--out", "x.rds", cwd=tmp)
-    assert r.returncode == 2 and "--gamma and --prescale belong to --formulation journal" in r.stderr
+    assert r.returncode == 2 and "--lam belongs to another formulation: --formulation journal takes" in r.stderr
+    r = run("fit", "train.csv", "--target", "type", "--gamma", "2", "--prescale", "--out", "x.rds", cwd=tmp)
+    assert r.returncode == 2 and "--gamma and --prescale belong to another formulation" in r.stderr
 
 
 def test_fit_threads(files):
@@ -220,3 +220,103 @@ def test_fit_threads(files):
     assert (tmp / "t1.json").read_text() == (tmp / "t3.json").read_text()
     r = run("fit", "train.csv", "--target", "type", "--threads", "0", "--out", "t0.json", cwd=tmp)
     assert r.returncode == 2 and "threads must be a positive integer" in r.stderr
+
+
+def _one_line_error(r, *fragments):
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pyopnb: error: "), r.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def test_no_command_writes_over_its_input(files):
+    tmp, _ = files
+    assert run("fit", "train.csv", "--target", "type", "--ndim", "2", "--exact", "--out", "own.rds", cwd=tmp).returncode == 0
+    before = {p: (tmp / p).read_bytes() for p in ("test.csv", "own.rds", "train.csv")}
+    _one_line_error(run("predict", "own.rds", "test.csv", "--out", "test.csv", cwd=tmp), "--out test.csv is the input")
+    _one_line_error(run("predict", "own.rds", "./test.csv", "--out", f"../{tmp.name}/test.csv", cwd=tmp),
+                    "is the input ./test.csv")
+    _one_line_error(run("plot", "own.rds", "--out", "own.rds", cwd=tmp), "images are")
+    (tmp / "own.png").symlink_to(tmp / "test.csv")
+    _one_line_error(run("plot", "own.rds", "--data", "test.csv", "--out", "own.png", cwd=tmp), "is the input test.csv")
+    _one_line_error(run("fit", "train.csv", "--target", "type", "--out", "train.csv", cwd=tmp), "model files are")
+    assert {p: (tmp / p).read_bytes() for p in before} == before
+
+
+def test_fit_options_and_notes_in_the_commands_words(files):
+    tmp, _ = files
+    _one_line_error(run("fit", "train.csv", "--target", "type", "--exact", "--nbin", "300", "--out", "x.rds", cwd=tmp),
+                    "--exact and --nbin contradict each other")
+    _one_line_error(run("fit", "train.csv", "--target", "type", "--gamma", "2", "--out", "x.rds", cwd=tmp),
+                    "--gamma belongs to another formulation: --formulation R takes --lam, --no-scale")
+    _one_line_error(run("fit", "train.csv", "--target", "type", "--formulation", "journal", "--lam", "0.1",
+                        "--out", "x.rds", cwd=tmp), "--lam belongs to another formulation")
+    r = run("fit", "train.csv", "--target", "type", "--ndim", "2", "--exact", "--maxit", "3", "--out", "x.rds", cwd=tmp)
+    assert r.returncode == 0
+    note = [ln for ln in r.stderr.splitlines() if ln.startswith("pyopnb: warning:")]
+    assert note == ["pyopnb: warning: L-BFGS-B stopped at its iteration limit, --maxit = 3 (convergence code 1, as "
+                    "R's optim reports it): the projection may not be an optimum yet. Give a larger --maxit."]
+    assert ".py:" not in r.stderr  # no Python source line
+    from pyopnb import read_rds
+
+    assert read_rds(tmp / "x.rds").convergence == 1
+
+
+def test_data_errors_say_missing_or_infinite(files):
+    tmp, _ = files
+    te = pd.read_csv(tmp / "test.csv")
+    te.loc[4, "glu"] = np.inf
+    te.to_csv(tmp / "inf.csv", index=False)
+    te.loc[4, "glu"] = np.nan
+    te.to_csv(tmp / "nan.csv", index=False)
+    run("fit", "train.csv", "--target", "type", "--ndim", "2", "--exact", "--out", "e.rds", cwd=tmp)
+    _one_line_error(run("predict", "e.rds", "inf.csv", "--out", "p.csv", cwd=tmp), "'glu' has infinite values (1 row)")
+    _one_line_error(run("predict", "e.rds", "nan.csv", "--out", "p.csv", cwd=tmp), "'glu' has missing values (1 row)")
+
+
+def test_demo_names_its_own_option(files):
+    tmp, _ = files
+    _one_line_error(run("demo", "--png", "x.txt", cwd=tmp), "--png x.txt: images are")
+
+
+def test_an_unbuilt_source_folder_says_so(tmp_path):
+    """Importing pyopnb from a source folder whose core is not built (Python in
+    the repository's root before `pip install -e .`) says how to fix it."""
+    import shutil
+    from pathlib import Path
+
+    import pyopnb
+
+    src = Path(pyopnb.__file__).parent
+    shutil.copytree(src, tmp_path / "pyopnb", ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.cpp", "__pycache__"))
+    # -S: no site packages, so the source folder is what Python finds (an
+    # editable install's finder would otherwise take the built one)
+    r = subprocess.run([sys.executable, "-S", "-c", "import pyopnb"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: pyopnb's compiled core is not built in") and "pip install -e ." in last
+
+
+def test_the_demo_says_what_its_convergence_code_means(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pyopnb.cli", "demo", "--png", "d.png"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    line = [ln for ln in r.stdout.splitlines() if "convergence code" in ln][0]
+    code = int(line.split("convergence code ")[1].split()[0])
+    assert ("binned" in line) == (code == 52), line
+    if code == 0:
+        assert line.endswith("(converged)")
+
+
+def test_predicts_warnings_are_one_line_in_the_commands_words(files):
+    tmp, _ = files
+    run("fit", "train.csv", "--target", "type", "--ndim", "2", "--exact", "--out", "u.rds", cwd=tmp)
+    te = pd.read_csv(tmp / "test.csv")
+    te.loc[:1, "glu"] = 1e6  # every class density of these rows underflows in a product
+    te.to_csv(tmp / "far.csv", index=False)
+    r = run("predict", "u.rds", "far.csv", "--r-compatible", "--out", "far_pred.csv", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    warn = [ln for ln in r.stderr.splitlines() if ln.startswith("pyopnb: warning:")]
+    assert len(warn) == 1 and "2 of 332 rows underflowed" in warn[0] and "without --r-compatible" in warn[0]
+    assert "log=True" not in r.stderr and ".py:" not in r.stderr

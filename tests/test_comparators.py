@@ -103,15 +103,16 @@ def test_rda_ends_are_lda_and_qda():
     from scipy.stats import multivariate_normal
 
     lda = LinearDiscriminantAnalysis(solver="lsqr").fit(X, y)
-    np.testing.assert_allclose(RDA(lam=0.0).fit(X, y).predict_proba(Xte), lda.predict_proba(Xte), atol=1e-8)
+    np.testing.assert_allclose(RDA(lam=0.0, reg=0.0).fit(X, y).predict_proba(Xte), lda.predict_proba(Xte), atol=1e-8)
     # lam = 1: Gaussian class densities with the classes' maximum-likelihood covariances
     joint = np.column_stack([np.log(np.mean(y == k)) + multivariate_normal(
         X[y == k].mean(axis=0), np.cov(X[y == k], rowvar=False, bias=True)).logpdf(Xte) for k in range(3)])
     qda_p = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
-    np.testing.assert_allclose(RDA(lam=1.0).fit(X, y).predict_proba(Xte), qda_p, atol=1e-10)
+    np.testing.assert_allclose(RDA(lam=1.0, reg=0.0).fit(X, y).predict_proba(Xte), qda_p, atol=1e-10)
     qda = QuadraticDiscriminantAnalysis(reg_param=0.0, store_covariance=True).fit(X, y)
     if np.allclose(qda.covariance_[0], np.cov(X[y == 0], rowvar=False, bias=True)):  # scikit-learn >= 1.9
-        np.testing.assert_allclose(RDA(lam=1.0).fit(X, y).predict_proba(Xte), qda.predict_proba(Xte), atol=1e-8)
+        np.testing.assert_allclose(RDA(lam=1.0, reg=0.0).fit(X, y).predict_proba(Xte), qda.predict_proba(Xte),
+                                   atol=1e-8)
     mid = RDA(lam=0.5).fit(X, y).predict_proba(Xte)
     assert not np.allclose(mid, lda.predict_proba(Xte), atol=1e-4)
 
@@ -119,8 +120,12 @@ def test_rda_ends_are_lda_and_qda():
 def test_rda_singular_covariance_is_an_error_or_a_ridge():
     X, y = data(n=120, binary=0)
     X = np.column_stack([X, X[:, 0] + X[:, 1]])
-    with pytest.raises(ValueError, match="is singular or nearly so.*reg > 0"):
-        RDA(lam=0.5).fit(X, y)
+    with pytest.raises(ValueError, match=r"the covariance of class 0 \(lam = 0.5\) is singular or nearly so.*reg > 0"):
+        RDA(lam=0.5, reg=0.0).fit(X, y)
+    # the default ridge (the study's, 1e-6 of the mean variance) fits such data
+    np.testing.assert_allclose(RDA().fit(X, y).predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
+    wide = np.random.default_rng(0).normal(size=(10, 20))
+    np.testing.assert_allclose(RDA().fit(wide, np.arange(10) % 2).predict_proba(wide).sum(axis=1), 1.0, rtol=1e-12)
     p = RDA(lam=0.5, reg=1e-3).fit(X, y).predict_proba(X)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
     with pytest.raises(ValueError, match=r"lam must be in \[0, 1\]"):
@@ -248,7 +253,7 @@ def test_opgd_fit_improves_on_its_start_and_full_rank_is_qda():
     np.testing.assert_allclose(est.transform(X), (X - est.centre_) @ est.projection_)
     # ndim = p: every projection gives the same Gaussian posteriors as QDA (maximum-likelihood covariances)
     full = OPGD(ndim=4).fit(X, y)
-    np.testing.assert_allclose(full.predict_proba(X), RDA(lam=1.0).fit(X, y).predict_proba(X), atol=1e-8)
+    np.testing.assert_allclose(full.predict_proba(X), RDA(lam=1.0, reg=0.0).fit(X, y).predict_proba(X), atol=1e-8)
 
 
 def _modl_cost(x, y, J, cuts):

@@ -56,3 +56,38 @@ def test_transform_is_the_projection(pima):
     np.testing.assert_allclose(Z, (pima.X_test - clf.model_.mu) @ clf.model_.V, rtol=1e-12)
     assert Z.shape == (pima.X_test.shape[0], 3)
     np.testing.assert_allclose(np.exp(clf.predict_log_proba(pima.X_test)), clf.predict_proba(pima.X_test), rtol=1e-12)
+
+
+def test_another_formulations_parameters_are_refused_at_fit(pima):
+    X, y = pima.X_train, pima.y_train
+    with pytest.raises(ValueError, match=r"gamma belongs to formulation 'journal': formulation 'R' takes"):
+        OPNBClassifier(gamma=3).fit(X, y)
+    with pytest.raises(ValueError, match=r"prescale belongs to formulation 'journal'"):
+        OPNBClassifier(prescale=True).fit(X, y)
+    with pytest.raises(ValueError, match=r"lam belongs to formulations? 'R' and 'correct'"):
+        OPNBClassifier(formulation="journal", lam=0.1).fit(X, y)
+    with pytest.raises(ValueError, match=r"correct=True belongs to formulation 'R'"):
+        with pytest.warns(DeprecationWarning):
+            OPNBClassifier(formulation="journal", correct=True).fit(X, y)
+    # the paper's objective is a formulation; correct=True its deprecated alias
+    a = OPNBClassifier(formulation="correct", ndim=2, nbin=None).fit(X, y)
+    with pytest.warns(DeprecationWarning, match="formulation='correct'"):
+        b = OPNBClassifier(correct=True, ndim=2, nbin=None).fit(X, y)
+    np.testing.assert_array_equal(a.model_.V, b.model_.V)
+    assert type(a.formulation_).__name__ == "CorrectFormulation"
+
+
+def test_a_grid_search_warns_once_per_fit(pima):
+    import warnings
+
+    from sklearn.model_selection import GridSearchCV
+
+    from pyopnb import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        GridSearchCV(OPNBClassifier(ndim=2, nbin=None, maxit=2), {"lam": [1e-3, 1e-2]}, cv=3).fit(
+            pima.X_train, pima.y_train)
+    said = [str(w.message) for w in rec if issubclass(w.category, ConvergenceWarning)]
+    assert len(said) == 2 * 3 + 1  # each of the 6 fits and the refit, once
+    assert len(set(said)) == 1 and said[0].startswith("OPNBClassifier: L-BFGS-B stopped at its iteration limit")

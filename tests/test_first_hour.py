@@ -72,36 +72,6 @@ def test_estimator_takes_no_sample_weight(pima):
         OPNBClassifier(ndim=2).fit(pima.X_train, pima.y_train, sample_weight=np.ones(200))
 
 
-def _line_search_fails(monkeypatch):
-    """L-BFGS-B's outcome made a failed line search (code 52) at the start,
-    whatever the data: the warning and the model's record are under test
-    here; the optimiser's own failures in tests/test_lbfgsb.py."""
-    from pyopnb import model
-
-    def minimize(fg, x0, callback=None, **options):
-        f, g = fg(np.array(x0))
-        return {"x": np.array(x0), "f": f, "g": g, "convergence": 52, "iterations": 0, "evaluations": 1,
-                "message": "ERROR: ABNORMAL_TERMINATION_IN_LNSRCH"}
-
-    monkeypatch.setattr(model._lbfgsb, "minimize", minimize)
-
-
-def test_line_search_failure_warns_and_is_shown(pima, monkeypatch):
-    _line_search_fails(monkeypatch)
-    with pytest.warns(RuntimeWarning, match=r"convergence code 52.*R's binned objective.*Try a larger lam"):
-        m = OPNB(pima.X_train, pima.y_train, ndim=2)
-    assert m.convergence == 52
-    assert "convergence=52 (line search failed)" in repr(m)
-    with pytest.warns(RuntimeWarning, match=r"convergence code 52") as rec:
-        OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None)
-    assert "binned" not in str(rec[0].message)
-    monkeypatch.undo()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        ok = OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, lam=1e-2)
-    assert ok.convergence == 0 and "convergence=0 (converged)" in repr(ok)
-
-
 def test_predict_warns_when_r_numbers_underflow(df_model, pima):
     far = pima.X_test[:5].copy()
     far[:2] *= 60.0  # every class density of these rows underflows in a product

@@ -224,7 +224,7 @@ def test_estimator_and_grid_search(pima):
     assert gs.best_params_["gamma"] in (0.5, 1.0) and gs.best_params_["ndim"] in (1, 2)
     best = gs.best_estimator_.model_
     assert best.lam == 0.0 and best.ndim == gs.best_params_["ndim"]
-    with pytest.raises(ValueError, match="formulation must be 'R' or 'journal'"):
+    with pytest.raises(ValueError, match="formulation must be one of 'R', 'correct', 'journal'"):
         OPNBClassifier(formulation="paper").fit(pima.X_train, pima.y_train)
     with pytest.raises(ValueError, match="gamma must be a positive number"):
         OPNBClassifier(formulation="journal", gamma="x").fit(pima.X_train, pima.y_train)
@@ -244,7 +244,7 @@ def test_cv_over_gamma_and_ndim_by_the_greedy_path(pima):
     # an accuracy by hand: gamma 1, ndim 1 through the path, fold 0 held out
     from sklearn.model_selection import StratifiedKFold
 
-    from pyopnb.model import factor
+    from pyopnb.labels import factor
 
     codes = factor(pima.y_train)[1]
     folds = [t for _, t in StratifiedKFold(3, shuffle=True, random_state=0).split(pima.X_train, codes)]

@@ -7,7 +7,7 @@ import pytest
 
 from pyopnb import OPNB, OPNB_CV_lam, predict
 from pyopnb.datasets import load_pima
-from pyopnb.model import factor
+from pyopnb.labels import factor
 from pyopnb.objective import f_NB_exact
 
 matplotlib.use("Agg")
@@ -114,7 +114,10 @@ def test_predict_bad_input(model):
         predict(model, np.ones((3, 6)))
     bad = np.ones((3, 7))
     bad[1, 4] = np.nan
-    with pytest.raises(ValueError, match="Xte contains NaN or infinite values in column 4"):
+    with pytest.raises(ValueError, match=r"Xte has missing values \(NaN\) in column 4 \(1 row\)"):
+        predict(model, bad)
+    bad[1, 4] = -np.inf
+    with pytest.raises(ValueError, match=r"Xte has infinite values in column 4 \(1 row\)"):
         predict(model, bad)
     with pytest.raises(ValueError, match="ndim must be from 1"):
         predict(model, np.ones((3, 7)), ndim=4)
@@ -134,7 +137,7 @@ def test_cv_parallel_equals_serial(pima):
     rng = np.random.default_rng(1)
     folds = np.array_split(rng.permutation(200), 4)
     a = OPNB_CV_lam(pima.X_train, pima.y_train, folds, nlam=2, ndim=2, nbin=None)
-    b = OPNB_CV_lam(pima.X_train, pima.y_train, folds, nlam=2, ndim=2, nbin=None, cores=2)
+    b = OPNB_CV_lam(pima.X_train, pima.y_train, folds, nlam=2, ndim=2, nbin=None, n_jobs=2)
     np.testing.assert_allclose(a["cv_stats"], b["cv_stats"])
     assert a["model"].lam == b["model"].lam
     np.testing.assert_allclose(a["cv_stats"][:, 0], [1e-4, 2e-4])

@@ -1,5 +1,7 @@
 """Model files: RDS and JSON round trips, bad files, nothing written on failure."""
 import gzip
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -97,3 +99,34 @@ def test_nothing_written_on_failure(model, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.rds"]
     with pytest.raises(ValueError, match="does not exist"):
         write_rds(model, tmp_path / "no" / "such" / "dir.rds")
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "bool", "str"])
+@pytest.mark.parametrize("suffix", [".rds", ".json"])
+def test_a_round_trip_keeps_the_labels_type_and_the_convergence_code(tmp_path, kind, suffix):
+    from sklearn.datasets import load_iris
+
+    from pyopnb import read_model, write_model
+
+    d = load_iris()
+    y = {"int": d.target, "float": d.target + 0.25, "bool": d.target == 2,
+         "str": np.array(["setosa", "versicolor", "virginica"])[d.target]}[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = OPNB(d.data, y, ndim=2, maxit=3)  # stops at its iteration limit: code 1
+    assert m.convergence == 1
+    path = tmp_path / f"m{suffix}"
+    write_model(m, path)
+    back = read_model(path)
+    assert back.convergence == 1
+    assert back.ynames.dtype.kind == m.ynames.dtype.kind
+    np.testing.assert_array_equal(back.ynames, m.ynames)
+    np.testing.assert_array_equal(predict(back, d.data)["class"] == y, predict(m, d.data)["class"] == y)
+    assert np.mean(predict(back, d.data)["class"] == y) > 0.9
+
+
+def test_a_model_R_saved_has_an_unknown_convergence():
+    m = read_rds(Path(__file__).resolve().parents[1] / "validation" / "models" / "pima_ndim4.rds")
+    assert m.convergence is None
+    assert "convergence=None (unknown: R does not keep it)" in repr(m)
+    assert m.ynames.dtype == object and list(m.ynames) == ["No", "Yes"]

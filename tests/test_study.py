@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pyopnb.study import PAPER_TABLE1, preprocess, run_study, write_report
-from pyopnb.study.report import mean_errors, standardised, win_tie_loss
+from pyopnb.study.report import PAPER_METHODS, mean_errors, pairwise, standardised, win_tie_loss
 
 # the project's data folder beside the checkout (CI has it there too), or PYOPNB_PMLB_DIR
 PMLB = Path(os.environ.get("PYOPNB_PMLB_DIR", Path(__file__).resolve().parents[2] / "shared" / "pmlb"))
@@ -58,6 +58,21 @@ def test_win_tie_loss_and_standardised_errors():
     np.testing.assert_allclose(mn[0], [0.0, 0.1 / 0.9, 0.0])
     np.testing.assert_allclose(st[1], (E[1] - E[1].mean()) / E[1].std(ddof=1))
     assert PAPER_TABLE1[("OPNB", "SVM")] == (61, 10, 91) and PAPER_TABLE1[("KDDA", "CCICA")] == (57, 1, 104)
+    # standardised over some methods (the paper's), the others placed beside them
+    mn, st = standardised(E, over=[0, 1])
+    np.testing.assert_allclose(st[1], (E[1] - E[1, :2].mean()) / E[1, :2].std(ddof=1))
+    assert len(PAPER_METHODS) == 8 and "OPNB-journal" in PAPER_METHODS and "OPNB" not in PAPER_METHODS
+
+
+def test_a_failure_leaves_only_its_own_cells():
+    """A method without a result on a set: its pairs count the other sets,
+    every other pair all of them (the report used to drop the set from every pair)."""
+    E = np.array([[0.1, 0.2, 0.3], [0.3, np.nan, 0.25], [0.0, 0.5, 0.5]])
+    W, N = win_tie_loss(E), pairwise(E)
+    np.testing.assert_array_equal(N, [[3, 2, 3], [2, 2, 2], [3, 2, 3]])
+    np.testing.assert_array_equal(W[0, 2], [2, 0, 1])  # all three sets
+    np.testing.assert_array_equal(W[0, 1], [2, 0, 0])  # sets 0 and 2
+    assert np.all(W.sum(axis=2)[~np.eye(3, dtype=bool)] == N[~np.eye(3, dtype=bool)])
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +81,8 @@ def quick_run(tmp_path_factory):
         pytest.skip(f"the PMLB data sets are not at {PMLB} (set PYOPNB_PMLB_DIR)")
     out = tmp_path_factory.mktemp("study")
     t0 = time.perf_counter()
-    store = run_study(PMLB, out, datasets=SMALL, n_splits=3, quick=True, n_jobs=2, progress=False)
+    store = run_study(PMLB, out, datasets=SMALL, n_splits=3, quick=True, n_jobs=2, progress=False,
+                      command="python -m pyopnb.study (the test's quick run)")
     seconds = time.perf_counter() - t0
     store.close()
     return out, store.computed, seconds
@@ -80,18 +96,20 @@ def test_quick_study_on_ten_small_sets(quick_run):
     n, finite = con.execute("SELECT COUNT(*), COUNT(error) FROM results").fetchone()
     con.close()
     assert n == 300 and finite >= 290
-    report = write_report(out, "test", seconds)
+    report = write_report(out)
     sets, methods, E, config = mean_errors(out / "results.sqlite")
     assert config == {"splits": 3, "quick": True, "seed": 0}
-    assert len(methods) == 10 and E.shape == (len(sets), 10) and len(sets) >= 8
-    assert np.all((E >= 0) & (E <= 1))
+    assert len(methods) == 10 and E.shape == (10, 10) and len(sets) == 10
+    finite = np.isfinite(E)
+    assert finite.sum() >= 95 and np.all((E[finite] >= 0) & (E[finite] <= 1))
     text = report.read_text()
     assert "## Wins-ties-losses" in text and "OPNB-journal vs SVM | 61-10-91" in text
+    assert "Made in 1 run" in text and "(the test's quick run)" in text
     table = (out / "table1.csv").read_text().splitlines()
     assert len(table) == 11 and all(len(r.split(",")) == 11 for r in table)
-    # each pair's wins, ties and losses add up to the data sets compared
-    W = win_tie_loss(E)
-    assert np.all(W.sum(axis=2)[~np.eye(10, dtype=bool)] == len(sets))
+    # each pair's wins, ties and losses add up to the data sets where both have results
+    W, N = win_tie_loss(E), pairwise(E)
+    assert np.all(W.sum(axis=2)[~np.eye(10, dtype=bool)] == N[~np.eye(10, dtype=bool)])
     assert (out / "figure2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "errors.csv").read_text().count("\n") == len(sets) + 1
 
@@ -138,6 +156,70 @@ def test_dask_cluster_gives_the_same_results(tmp_path):
 def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="no such folder"):
         run_study(tmp_path / "nope", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_refuses_bad_numbers_before_any_work(tmp_path, capsys):
+    from pyopnb.study.__main__ import main
+
+    out = tmp_path / "out"
+    assert main(["--data", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    assert "--data" in capsys.readouterr().err and not out.exists()
+    (tmp_path / "data").mkdir()
+    for args, said in ((["--splits", "0"], "splits must be a positive integer, got 0"),
+                       (["--jobs", "0"], "jobs must be a positive integer or -1")):
+        assert main(["--data", str(tmp_path / "data"), "--out", str(out)] + args) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_progress_in_a_log_has_no_carriage_returns():
+    import io
+
+    from pyopnb.study.run import _Bar
+
+    log = io.StringIO()
+    bar = _Bar(50, True, stream=log)
+    for k in range(50):
+        bar.step(f"task {k}")
+    text = log.getvalue()
+    assert "\r" not in text and len(text.splitlines()) == 10 and text.splitlines()[-1].startswith("study: 50/50")
+
+
+@needs_pmlb
+def test_an_interrupted_study_says_what_it_saved(tmp_path, monkeypatch, capsys):
+    from pyopnb.study import run as run_module
+    from pyopnb.study.__main__ import main
+
+    calls = {"n": 0}
+    real = run_module.evaluate
+
+    def evaluate(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "evaluate", evaluate)
+    argv = ["--data", str(PMLB), "--out", str(tmp_path), "--sets", "lupus", "--methods", "LDA,NB", "--splits", "2",
+            "--quick", "--no-progress"]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; 2 of 4 results of this run are saved" in err and "run the same command again" in err
+    assert "Traceback" not in err
+    monkeypatch.setattr(run_module, "evaluate", real)
+    assert main(argv) == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "Made in 2 runs" in text
+
+
+@needs_pmlb
+def test_a_one_set_study_writes_its_report(tmp_path):
+    run_study(PMLB, tmp_path, datasets=["lupus"], methods=["LDA", "NB", "SVM"], n_splits=2, quick=True,
+              progress=False).close()
+    text = write_report(tmp_path).read_text()
+    assert "1 data sets with results" in text and "| LDA |" in text
     (tmp_path / "d" / "x").mkdir(parents=True)
     with pytest.raises(ValueError, match="not found"):
         run_study(tmp_path / "d", tmp_path / "out", datasets=["iris"])

@@ -20,7 +20,7 @@ import numpy as np
 
 from pyopnb import OPNB, OPNB_CV_lam, fk_sum, predict, read_rds
 from pyopnb.formulation import _start, r_colmeans, r_sd, r_standardise
-from pyopnb.model import factor
+from pyopnb.labels import factor
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
 from validation import rbridge
 from validation.fixtures import (FIT_FLOOR, FIXTURES, FK_ABS, FK_REL, OBJ_REL, POSTERIOR_ABS, arr, column_signs,

@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import as_positive_scalar, fit_data
+from .._validation import label_text
 
 
 def binary_columns(X: np.ndarray, binary: Any) -> np.ndarray:
@@ -21,7 +22,7 @@ def binary_columns(X: np.ndarray, binary: Any) -> np.ndarray:
         return np.zeros(d, dtype=bool)
     if isinstance(binary, str):
         if binary != "auto":
-            raise ValueError(f"binary must be 'auto', None, a boolean mask or column indices; got {binary!r}")
+            raise ValueError(f"binary must be 'auto', None, a boolean mask or column indices; got {label_text(binary)}")
         return np.all((X == 0) | (X == 1), axis=0)
     arr = np.asarray(binary)
     if arr.dtype == bool:

@@ -9,6 +9,7 @@ import numpy as np
 from ..naive_bayes import class_log_densities
 from ._base import ClassDensityClassifier, positive
 from ._kernel_nb import silverman
+from .._validation import label_text
 
 # a class covariance's eigenvalues are floored at this share of its largest,
 # so that a class with fewer rows than features still has a density
@@ -57,7 +58,7 @@ class CCICA(ClassDensityClassifier):
         p = X.shape[1]
         m = min(p, 20) if self.n_components is None else int(self.n_components)
         if not 1 <= m <= p:
-            raise ValueError(f"n_components must be from 1 to the number of features ({p}), got {self.n_components!r}")
+            raise ValueError(f"n_components must be from 1 to the number of features ({p}), got {label_text(self.n_components)}")
         K = self.classes_.size
         self.means_, self.whiten_, self.rotation_, self.log_jacobian_ = [], [], [], np.empty(K)
         comps, H = [], np.empty((K, m))

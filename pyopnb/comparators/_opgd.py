@@ -11,6 +11,7 @@ from scipy.special import logsumexp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from ._base import ClassDensityClassifier
+from .._validation import label_text
 
 _LBFGS = dict(maxcor=5, maxiter=100, ftol=1e7 * np.finfo(float).eps, gtol=0.0)
 
@@ -129,10 +130,10 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
         p = X.shape[1]
         q = min(p, 20) if self.ndim is None else int(self.ndim)
         if not 1 <= q <= p:
-            raise ValueError(f"ndim must be from 1 to the number of features ({p}), got {self.ndim!r}")
+            raise ValueError(f"ndim must be from 1 to the number of features ({p}), got {label_text(self.ndim)}")
         reg = float(self.reg)
         if not (np.isfinite(reg) and reg >= 0):
-            raise ValueError(f"reg must be a finite number >= 0, got {self.reg!r}")
+            raise ValueError(f"reg must be a finite number >= 0, got {label_text(self.reg)}")
         K = self.classes_.size
         # centre and scale for the optimiser's sake (the objective does not care)
         self.centre_ = X.mean(axis=0)

@@ -5,6 +5,7 @@ import numpy as np
 import scipy.linalg
 
 from ._base import ClassDensityClassifier
+from .._validation import label_text
 
 
 class RDA(ClassDensityClassifier):
@@ -19,21 +20,23 @@ class RDA(ClassDensityClassifier):
     by n_k) QuadraticDiscriminantAnalysis(reg_param=0).
 
     ``reg`` adds reg * (mean variance) to the diagonal of every class
-    covariance (a ridge). A class covariance that is singular (constant or
-    collinear features, fewer rows than features) is an error naming the
-    class and suggesting ``reg``, never a silent pseudo-inverse.
+    covariance (a ridge); its default, 1e-6, is the study's, so constant or
+    collinear features and classes with fewer rows than features still give
+    a density. With ``reg=0`` a class covariance that is singular is an
+    error naming the class and suggesting ``reg``, never a silent
+    pseudo-inverse.
     """
 
-    def __init__(self, lam: float = 0.5, reg: float = 0.0):
+    def __init__(self, lam: float = 0.5, reg: float = 1e-6):
         self.lam = lam
         self.reg = reg
 
     def _fit_densities(self, X: np.ndarray, codes: np.ndarray) -> None:
         lam, reg = float(self.lam), float(self.reg)
         if not 0.0 <= lam <= 1.0:
-            raise ValueError(f"lam must be in [0, 1], got {self.lam!r}")
+            raise ValueError(f"lam must be in [0, 1], got {label_text(self.lam)}")
         if not (np.isfinite(reg) and reg >= 0):
-            raise ValueError(f"reg must be a finite number >= 0, got {self.reg!r}")
+            raise ValueError(f"reg must be a finite number >= 0, got {label_text(self.reg)}")
         K, d = self.classes_.size, X.shape[1]
         n = X.shape[0]
         self.means_ = np.array([X[codes == k].mean(axis=0) for k in range(K)])
@@ -54,7 +57,7 @@ class RDA(ClassDensityClassifier):
                 L = None
             diag = np.abs(np.diag(L)) if L is not None else np.zeros(1)
             if L is None or diag.min() <= 1e-7 * diag.max():
-                raise ValueError(f"the covariance of class {self.classes_[k]!r} (lam = {lam:g}) is singular or "
+                raise ValueError(f"the covariance of class {label_text(self.classes_[k])} (lam = {lam:g}) is singular or "
                                  f"nearly so (constant or collinear features?): give reg > 0, e.g. reg=1e-3")
             self.chol_.append(L)
             self.log_det_[k] = 2.0 * np.sum(np.log(np.diag(L)))

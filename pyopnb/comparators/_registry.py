@@ -50,7 +50,7 @@ def _sklearn(name: str, **kwargs: Any) -> Callable[[], Any]:
     return make
 
 
-_JOURNAL = "opnb-journal-version.md, section 4.2"
+_JOURNAL = "the journal paper (Hofmeyr, Kamper and Melonas), section 4.2"
 METHODS: Dict[str, Method] = {m.name: m for m in (
     Method("OPNB", _ours("OPNBClassifier"), lambda p: {"lam": [1e-4 * 2.0 ** i for i in range(10)]},
            "R OPNB 1.0's penalised formulation; lam over OPNB_CV_lam's default grid"),
@@ -68,17 +68,17 @@ METHODS: Dict[str, Method] = {m.name: m for m in (
     Method("RDA", _ours("RDA", reg=1e-6), lambda p: {"lam": [round(0.1 * i, 1) for i in range(1, 11)]},
            _JOURNAL + " item 5; a ridge of 1e-6 of the mean variance keeps classes with fewer rows than features"),
     Method("QDA", _sklearn("QuadraticDiscriminantAnalysis"), lambda p: {},
-           "generative-classifiers-notes.md (scikit-learn's QDA)"),
+           "scikit-learn's QDA, a generative classifier the papers do not tune"),
     Method("SVM", _sklearn("SVC", kernel="rbf"),
            lambda p: {"gamma": [2.0 ** (2 * i + 1) for i in range(-8, 2)],
                       "C": [2.0 ** (2 * i + 1) for i in range(-3, 8)]}, _JOURNAL + " item 7 (libsvm's grid)"),
     Method("SelectiveNB", _ours("SelectiveNB"), lambda p: {"averaging": ["MAP", "BMA", "CMA"]},
-           "boulle-selective-naive-bayes-cma.md (SNB(MAP), SNB(BMA), SNB(CMA))"),
+           "Boullé, Compression-based averaging of selective naive Bayes classifiers (SNB(MAP), SNB(BMA), SNB(CMA))"),
     Method("GaussianNB", _sklearn("GaussianNB"), lambda p: {},
-           "generative-classifiers-notes.md (scikit-learn's GaussianNB)"),
+           "scikit-learn's GaussianNB"),
     Method("CategoricalNB", _sklearn("CategoricalNB", alpha=1.0), lambda p: {},
-           "generative-classifiers-notes.md: Laplace smoothing (alpha = 1); features must be non-negative "
+           "scikit-learn's CategoricalNB, Laplace smoothing (alpha = 1); features must be non-negative "
            "integer codes"),
     Method("MultinomialNB", _sklearn("MultinomialNB", alpha=1.0), lambda p: {},
-           "generative-classifiers-notes.md: Laplace smoothing (alpha = 1); features must be non-negative counts"),
+           "scikit-learn's MultinomialNB, Laplace smoothing (alpha = 1); features must be non-negative counts"),
 )}

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ._base import ClassDensityClassifier
+from .._validation import label_text
 
 # numeric variables with more distinct values than this are cut only between
 # equal-frequency elementary intervals (this many) before the exact search
@@ -179,7 +180,7 @@ class SelectiveNB(ClassDensityClassifier):
         from ._base import binary_columns
 
         if self.averaging not in ("MAP", "BMA", "CMA"):
-            raise ValueError(f"averaging must be 'MAP', 'BMA' or 'CMA', got {self.averaging!r}")
+            raise ValueError(f"averaging must be 'MAP', 'BMA' or 'CMA', got {label_text(self.averaging)}")
         N, K = X.shape
         J = self.classes_.size
         self.categorical_ = binary_columns(X, self.categorical)
@@ -215,7 +216,7 @@ class SelectiveNB(ClassDensityClassifier):
         rng = np.random.default_rng(self.random_state)
         prior = self.class_log_prior_
         if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+            raise ValueError(f"max_iter must be a positive integer, got {label_text(self.max_iter)}")
         self.n_iter_ = 1  # forward-backward rounds of the longest start
         informative = [k for k in range(K) if self.level_[k] > 0]
         rows = np.arange(N)

@@ -2,7 +2,7 @@
 PMLB data sets (Table 1: wins-ties-losses; Figure 2: standardised errors).
 
 ``python -m pyopnb.study --data DIR --out DIR [--quick]`` (or ``pyopnb study``)
-runs the protocol of opnb-journal-version.md section 4.1-4.2 with results
+runs the protocol of the journal paper's section 4.1-4.2 with results
 stored as they come (an interrupted run resumes), in parallel through joblib
 or on a Dask cluster, and writes the report.
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-import time
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import List, Optional, Sequence
 
 from .protocol import DEFAULT_METHODS
 
@@ -33,23 +33,38 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.stu
     from .report import write_report
     from .run import run_study
 
+    from .run import Interrupted
+
     args = build_parser(prog).parse_args(argv)
-    command = f"{prog} " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    t0 = time.perf_counter()
+    command = f"{prog} " + " ".join(shlex.quote(a) for a in _shown(sys.argv[1:] if argv is None else list(argv)))
     try:
         if not args.report_only:
+            if not Path(args.data).is_dir():
+                raise ValueError(f"--data {args.data}: no such folder (a folder of PMLB data sets: NAME/NAME.tsv.gz)")
+            splits = args.splits if args.splits is not None else (3 if args.quick else 10)
             run_study(args.data, args.out, datasets=args.sets.split(",") if args.sets else None,
                       methods=args.methods.split(",") if args.methods else None,
-                      n_splits=args.splits or (3 if args.quick else 10), quick=args.quick, n_jobs=args.jobs,
-                      backend=args.backend, scheduler=args.scheduler, seed=args.seed,
-                      progress=not args.no_progress).close()
-        path = write_report(args.out, None if args.report_only else command,
-                            None if args.report_only else time.perf_counter() - t0)
+                      n_splits=splits, quick=args.quick, n_jobs=args.jobs, backend=args.backend,
+                      scheduler=args.scheduler, seed=args.seed, progress=not args.no_progress,
+                      command=command).close()
+        path = write_report(args.out)
+    except Interrupted as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 130
     except (ValueError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     print(f"report written to {path}")
     return 0
+
+
+def _shown(argv: List[str]) -> List[str]:
+    """The command line as the report records it: a long --sets list as its count."""
+    out = list(argv)
+    for i, a in enumerate(out[:-1]):
+        if a == "--sets" and out[i + 1].count(",") >= 5:
+            out[i + 1] = f"<{out[i + 1].count(',') + 1} sets>"
+    return out
 
 
 if __name__ == "__main__":

@@ -26,12 +26,17 @@ def available(folder: str | Path) -> List[str]:
 
 
 def load(name: str, folder: str | Path) -> Tuple[Any, np.ndarray]:
-    """(features as a DataFrame, labels) of one data set, read by
-    ``pmlb.fetch_data`` from ``folder`` (which downloads a set that is not
-    there when a network is reachable). Rows with missing values are dropped."""
-    import pmlb
+    """(features as a DataFrame, labels) of one data set, read from
+    ``folder`` in the ``pmlb`` package's cache layout (``NAME/NAME.tsv.gz``,
+    as ``pmlb.fetch_data`` reads it; the pmlb package is not needed, and
+    nothing is downloaded). Rows with missing values are dropped."""
+    import pandas as pd
 
-    df = pmlb.fetch_data(name, local_cache_dir=str(folder))
+    path = Path(folder) / name / f"{name}.tsv.gz"
+    if not path.is_file():
+        raise ValueError(f"data set {name!r} is not in {folder} (its file {path} is missing; the pmlb package "
+                         f"downloads sets: pmlb.fetch_data({name!r}, local_cache_dir={str(folder)!r}))")
+    df = pd.read_csv(path, sep="\t", compression="gzip")
     if "target" not in df.columns:
         raise ValueError(f"{name}: no 'target' column")
     df = df.dropna()
@@ -45,7 +50,7 @@ def dataset_seed(name: str, seed: int) -> int:
 
 
 def preprocess(X: Any, y: np.ndarray, seed: int) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
-    """The papers' preprocessing (opnb-journal-version.md section 4.1), in order:
+    """The papers' preprocessing (the journal paper's section 4.1), in order:
 
     1. more than 3000 rows: a stratified sample of 3000;
     2. classes with fewer than 10 rows removed;

@@ -11,7 +11,7 @@ import numpy as np
 
 __all__ = ["DEFAULT_METHODS", "grid", "splits", "evaluate"]
 
-# the papers' comparison (opnb-journal-version.md section 4.2), OPNB in both formulations
+# the papers' comparison (the journal paper's section 4.2), OPNB in both formulations
 DEFAULT_METHODS = ("OPNB", "OPNB-journal", "NB", "CCICA", "KDDA", "LDA", "RDA", "OPGD", "SVM", "SelectiveNB")
 TEST_SIZE = 0.25
 

@@ -1,19 +1,26 @@
 """The study's report: the papers' Table 1 (wins-ties-losses of every pair of
 methods), Figure 2 (boxplots of min-normalised and studentised errors), the
-mean test error of each method on each data set, and the papers' numbers
-beside ours."""
+mean test error of each method on each data set, the failures, and the
+papers' numbers beside ours.
+
+What exists is shown: a pair of methods is compared over the data sets
+where both have a result on every split (the count beside each cell), a
+method that failed on a set leaves only that set's cells, and a study of one
+set still has its report.
+"""
 from __future__ import annotations
 
 import json
 import sqlite3
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["mean_errors", "win_tie_loss", "standardised", "write_report", "PAPER_TABLE1"]
+__all__ = ["read", "mean_errors", "win_tie_loss", "pairwise", "standardised", "write_report", "PAPER_TABLE1",
+           "PAPER_METHODS"]
 
-# opnb-journal-version.md Table 1: "wins-ties-losses" of the row method against the column method, 162 sets
+# the journal paper's Table 1: "wins-ties-losses" of the row method against the column method, 162 sets
 _J = ["OPNB", "OPGD", "SVM", "LDA", "RDA", "NB", "KDDA", "CCICA"]
 _J_ROWS = {
     "OPNB": ["107-3-52", "61-10-91", "108-4-50", "108-4-50", "119-3-40", "137-1-24", "125-3-34"],
@@ -30,63 +37,87 @@ for _i, _r in enumerate(_J[:-1]):
         PAPER_TABLE1[(_r, _c)] = tuple(int(v) for v in _cell.split("-"))  # type: ignore[assignment]
 # the paper's OPNB is the published formulation; pyopnb's names for its methods
 _OURS_FOR_PAPER = {"OPNB": "OPNB-journal"}
+# the paper's eight methods, by our names: Figure 2 standardises over them
+PAPER_METHODS = [_OURS_FOR_PAPER.get(m, m) for m in _J]
 _TIE = 1e-12
 
 
-def _read(db: str | Path):
-    """(run config, rows (dataset, split, method, error, note)) of a results file."""
+def read(db: str | Path) -> Dict:
+    """A results file: its config, rows (dataset, split, method, error,
+    note, seconds) and the runs that made it."""
     con = sqlite3.connect(db)
     try:
         config = json.loads(con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
-        return config, con.execute("SELECT dataset, split, method, error, note FROM results").fetchall()
+        runs = con.execute("SELECT value FROM meta WHERE key = 'runs'").fetchone()
+        rows = con.execute("SELECT dataset, split, method, error, note, seconds FROM results").fetchall()
     finally:
         con.close()
+    return {"config": config, "rows": rows, "runs": [] if runs is None else json.loads(runs[0])}
 
 
-def mean_errors(db: str | Path) -> Tuple[List[str], List[str], np.ndarray, Dict[str, int]]:
+def mean_errors(db: str | Path) -> Tuple[List[str], List[str], np.ndarray, Dict]:
     """(data sets, methods, [sets x methods] test error averaged over the
-    splits, run config). Only data sets where every method has a finite error
-    on every split count (as in the papers, which compare complete rows)."""
-    config, rows = _read(db)
+    splits, run config). A (set, method) without a finite error on every
+    split is NaN: a failure, or a result still to run."""
+    res = read(db)
+    config, rows = res["config"], res["rows"]
     methods = sorted({r[2] for r in rows})
     sets = sorted({r[0] for r in rows})
     err = np.full((len(sets), len(methods), config["splits"]), np.nan)
     si, mi = {s: i for i, s in enumerate(sets)}, {m: i for i, m in enumerate(methods)}
-    for d, s, m, e, _ in rows:
+    for d, s, m, e, _, _ in rows:
         if s < config["splits"] and e is not None:
             err[si[d], mi[m], s] = e
-    complete = np.all(np.isfinite(err), axis=(1, 2))
-    return [s for s, c in zip(sets, complete) if c], methods, err[complete].mean(axis=2), config
+    with np.errstate(invalid="ignore"):
+        E = np.where(np.all(np.isfinite(err), axis=2), err.mean(axis=2), np.nan)
+    return sets, methods, E, config
 
 
-def left_out(db: str | Path) -> List[str]:
-    """Data sets without every result: which methods failed (and why) or are still to run."""
-    config, rows = _read(db)
+def failures(db: str | Path) -> Dict[str, List[str]]:
+    """Each method's failed (set, split)s with the reason, and the results still to run."""
+    res = read(db)
+    config, rows = res["config"], res["rows"]
     methods = sorted({r[2] for r in rows})
-    out = []
+    out: Dict[str, List[str]] = {m: [] for m in methods}
+    have = {(d, s, m) for d, s, m, *_ in rows}
+    for d, s, m, e, note, _ in sorted(rows):
+        if e is None:
+            out[m].append(f"{d}, split {s + 1}: {(note or 'no reason recorded').splitlines()[0][:160]}")
     for d in sorted({r[0] for r in rows}):
-        mine = [r for r in rows if r[0] == d]
-        failed = sorted({(m, (note or "").splitlines()[0][:120]) for _, _, m, e, note in mine if e is None})
-        missing = len(methods) * config["splits"] - len(mine)
-        if failed or missing:
-            why = "; ".join(f"{m} failed ({n})" for m, n in failed)
-            out.append(f"{d}: " + (why + ("; " if why and missing else "")) + (f"{missing} results to run" if missing else ""))
-    return out
+        for m in methods:
+            todo = [s for s in range(config["splits"]) if (d, s, m) not in have]
+            if todo:
+                out[m].append(f"{d}: {len(todo)} split(s) still to run")
+    return {m: v for m, v in out.items() if v}
 
 
 def win_tie_loss(E: np.ndarray) -> np.ndarray:
-    """[m, m, 3]: wins, ties and losses of method i against j over the data sets (rows of E)."""
+    """[m, m, 3]: wins, ties and losses of method i against j over the data
+    sets (rows of E) where both have a result (NaN: none)."""
     d = E[:, :, None] - E[:, None, :]
-    return np.stack([(d < -_TIE).sum(axis=0), (np.abs(d) <= _TIE).sum(axis=0), (d > _TIE).sum(axis=0)], axis=-1)
+    both = np.isfinite(d)
+    with np.errstate(invalid="ignore"):
+        return np.stack([((d < -_TIE) & both).sum(axis=0), ((np.abs(d) <= _TIE) & both).sum(axis=0),
+                         ((d > _TIE) & both).sum(axis=0)], axis=-1)
 
 
-def standardised(E: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(min-normalised, studentised) errors, per data set (rows): (E - min)/(1 - min)
-    and (E - mean)/sd over the methods (0 where every method errs alike)."""
-    lo = E.min(axis=1, keepdims=True)
+def pairwise(E: np.ndarray) -> np.ndarray:
+    """[m, m]: the data sets each pair of methods is compared over."""
+    ok = np.isfinite(E)
+    return ok.T.astype(int) @ ok.astype(int)
+
+
+def standardised(E: np.ndarray, over: Sequence[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """(min-normalised, studentised) errors per data set (rows): (E - min)/(1 - min)
+    and (E - mean)/sd, the min, mean and sd taken over the methods ``over``
+    (all by default), so methods outside them are placed beside those, not
+    among them (0 where every method of ``over`` errs alike)."""
+    cols = list(range(E.shape[1])) if over is None else list(over)
+    ref = E[:, cols]
+    lo = ref.min(axis=1, keepdims=True)
     minnorm = (E - lo) / np.where(lo < 1, 1 - lo, 1.0)
-    sd = E.std(axis=1, ddof=1, keepdims=True) if E.shape[1] > 1 else np.zeros((E.shape[0], 1))
-    student = np.where(sd > 0, (E - E.mean(axis=1, keepdims=True)) / np.where(sd > 0, sd, 1.0), 0.0)
+    sd = ref.std(axis=1, ddof=1, keepdims=True) if ref.shape[1] > 1 else np.zeros((E.shape[0], 1))
+    student = np.where(sd > 0, (E - ref.mean(axis=1, keepdims=True)) / np.where(sd > 0, sd, 1.0), 0.0)
     return minnorm, student
 
 
@@ -96,7 +127,7 @@ def _md(rows: Sequence[Sequence[object]], head: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-def _figure(minnorm: np.ndarray, student: np.ndarray, methods: List[str], path: Path) -> None:
+def _figure(minnorm: np.ndarray, student: np.ndarray, methods: List[str], paper: List[int], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,69 +135,96 @@ def _figure(minnorm: np.ndarray, student: np.ndarray, methods: List[str], path: 
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, S, title in ((axes[0], minnorm, "(a) Min-normalised errors"), (axes[1], student, "(b) Studentised errors")):
-        order = np.argsort(S.mean(axis=0), kind="stable")
-        ax.boxplot([S[:, j] for j in order], tick_labels=[methods[j] for j in order])
+        order = [int(j) for j in np.argsort(S.mean(axis=0), kind="stable")]
+        ax.boxplot([S[:, j] for j in order], tick_labels=[methods[j] + ("" if j in paper else " *") for j in order])
         ax.plot(np.arange(1, len(order) + 1), S.mean(axis=0)[order], "o", color="red", label="mean")
         ax.set_title(title)
         ax.tick_params(axis="x", rotation=45)
     axes[0].legend(loc="upper left")
-    fig.suptitle(f"Standardised test errors over {S.shape[0]} data sets, ordered by mean (cf. the papers' Figure 2)")
+    fig.suptitle(f"Standardised test errors over {S.shape[0]} data sets, ordered by mean (cf. the papers' Figure 2);"
+                 f" normalised over the paper's methods, * placed beside them")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def write_report(out: str | Path, command: Optional[str] = None, seconds: Optional[float] = None) -> Path:
-    """report.md, table1.csv, errors.csv and figure2.png in ``out`` from its results.sqlite."""
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h"
+
+
+def write_report(out: str | Path) -> Path:
+    """report.md, table1.csv, errors.csv and figure2.png in ``out`` from its
+    results.sqlite: every pair over the data sets where both methods have
+    results, the failures by method, and the time of every run."""
     out = Path(out)
-    sets, methods, E, config = mean_errors(out / "results.sqlite")
+    db = out / "results.sqlite"
+    if not db.is_file():
+        raise ValueError(f"{out}: no results.sqlite here (run the study first)")
+    sets, methods, E, config = mean_errors(db)
     if not sets:
-        raise ValueError(f"{out}: no data set has every method's result on every split yet")
+        raise ValueError(f"{out}: no results yet")
+    res = read(db)
     W = win_tie_loss(E)
-    minnorm, student = standardised(E)
+    N = pairwise(E)
     m = len(methods)
-    table = [[methods[i]] + ["" if i == j else "-".join(str(v) for v in W[i, j]) for j in range(m)] for i in range(m)]
+    cell = lambda i, j: "" if i == j else f"{'-'.join(str(v) for v in W[i, j])} ({N[i, j]})"  # noqa: E731
+    table = [[methods[i]] + [cell(i, j) for j in range(m)] for i in range(m)]
     with open(out / "table1.csv", "w") as fh:
         fh.write("method," + ",".join(methods) + "\n")
         fh.writelines(",".join(r) + "\n" for r in table)
     with open(out / "errors.csv", "w") as fh:
         fh.write("dataset," + ",".join(methods) + "\n")
-        fh.writelines(f"{s}," + ",".join(f"{v:.6f}" for v in row) + "\n" for s, row in zip(sets, E))
-    _figure(minnorm, student, methods, out / "figure2.png")
-    # the papers' cells beside ours, where both have the pair
+        fh.writelines(f"{s}," + ",".join("" if not np.isfinite(v) else f"{v:.6f}" for v in row) + "\n"
+                      for s, row in zip(sets, E))
+    # Figure 2 over the sets where every method shown has a result, normalised over the paper's methods
+    paper = [methods.index(p) for p in PAPER_METHODS if p in methods]
+    complete = np.all(np.isfinite(E), axis=1)
+    lines = ["# OPNB against the comparators on PMLB data sets (the papers' Table 1 and Figure 2)", "",
+             f"{len(sets)} data sets with results; protocol: {config['splits']} splits, "
+             f"{'quick' if config['quick'] else 'full'} grids, seed {config['seed']}."]
+    runs = res["runs"]
+    if runs:
+        total = sum(r["seconds"] for r in runs)
+        tasks = sum(r[5] for r in res["rows"])
+        lines.append(f"Made in {len(runs)} run{'s' if len(runs) > 1 else ''}: {_hours(total)} of wall time in all, "
+                     f"{_hours(tasks)} of the tasks' own time; the last run was `{runs[-1]['command']}`.")
+    lines += ["", "## Wins-ties-losses (row against column; lower mean test error wins; in brackets the data sets "
+              "where both have results)", "", _md(table, ["", *methods])]
     beside = []
-    for (a, b), paper in PAPER_TABLE1.items():
+    for (a, b), paper_cell in PAPER_TABLE1.items():
         oa, ob = _OURS_FOR_PAPER.get(a, a), _OURS_FOR_PAPER.get(b, b)
         if oa in methods and ob in methods:
-            w = W[methods.index(oa), methods.index(ob)]
-            n = sum(paper)
-            beside.append([f"{oa} vs {ob}", "-".join(map(str, paper)), f"{paper[0] / n:.2f}",
-                           "-".join(str(v) for v in w), f"{w[0] / max(w.sum(), 1):.2f}"])
-    order = np.argsort(student.mean(axis=0), kind="stable")
-    means = [[methods[j], f"{E[:, j].mean():.4f}", f"{minnorm[:, j].mean():.3f}", f"{student[:, j].mean():.3f}"]
-             for j in order]
-    lines = [
-        "# OPNB against the comparators on PMLB data sets (the papers' Table 1 and Figure 2)", "",
-        f"{len(sets)} data sets with every method on every split; protocol: {config['splits']} splits, "
-        f"{'quick' if config['quick'] else 'full'} grids, seed {config['seed']}.",
-    ]
-    if command:
-        import os
-        import platform
-
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        lines.append(f"Made by `{command}`" + (f" in {seconds / 3600:.2f} h" if seconds else "")
-                     + f", on {platform.machine()} {platform.system()} with {cores} cores "
-                     f"(Python {platform.python_version()}).")
-    lines += ["", "## Wins-ties-losses (row against column; lower mean test error wins)", "", _md(table, ["", *methods]),
-              "", "## Beside the journal paper's Table 1 (162 data sets; the paper's OPNB is our OPNB-journal)", "",
-              _md(beside, ["pair", "paper W-T-L", "paper win share", "ours W-T-L", "our win share"]), "",
-              "## Mean errors (ordered by mean studentised error; Figure 2: figure2.png)", "",
-              _md(means, ["method", "mean test error", "mean min-normalised", "mean studentised"]), "",
-              "## Mean test error per data set", "",
-              _md([[s] + [f"{v:.3f}" for v in row] for s, row in zip(sets, E)], ["data set", *methods])]
-    gone = left_out(out / "results.sqlite")
-    if gone:
-        lines += ["", "## Data sets left out of the tables", ""] + [f"- {g}" for g in gone]
+            i, j = methods.index(oa), methods.index(ob)
+            n = sum(paper_cell)
+            w = W[i, j]
+            beside.append([f"{oa} vs {ob}", "-".join(map(str, paper_cell)), f"{paper_cell[0] / n:.2f}",
+                           "-".join(str(v) for v in w), str(N[i, j]), f"{w[0] / max(w.sum(), 1):.2f}"])
+    lines += ["", "## Beside the journal paper's Table 1 (162 data sets; the paper's OPNB is our OPNB-journal)", "",
+              _md(beside, ["pair", "paper W-T-L", "paper win share", "ours W-T-L", "our sets", "our win share"])]
+    if complete.any() and paper:
+        minnorm, student = standardised(E[complete], paper)
+        _figure(minnorm, student, methods, paper, out / "figure2.png")
+        order = np.argsort(student.mean(axis=0), kind="stable")
+        means = [[methods[j] + ("" if j in paper else " (beside)"), f"{E[complete][:, j].mean():.4f}",
+                  f"{minnorm[:, j].mean():.3f}", f"{student[:, j].mean():.3f}"] for j in order]
+        lines += ["", f"## Mean errors over the {int(complete.sum())} data sets where every method has results "
+                      "(Figure 2: figure2.png; standardised over the paper's methods, ours beside them)", "",
+                  _md(means, ["method", "mean test error", "mean min-normalised", "mean studentised"])]
+    counts = np.isfinite(E).sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        own = [[methods[j], str(counts[j]), f"{np.nanmean(E[:, j]):.4f}" if counts[j] else "-"] for j in range(m)]
+    lines += ["", "## Each method over the data sets where it has results", "",
+              _md(own, ["method", "data sets", "mean test error"]),
+              "", "## Mean test error per data set (blank: a failure, or still to run)", "",
+              _md([[s] + ["" if not np.isfinite(v) else f"{v:.3f}" for v in row] for s, row in zip(sets, E)],
+                  ["data set", *methods])]
+    failed = failures(db)
+    if failed:
+        lines += ["", "## Failures, by method", ""]
+        for meth, items in failed.items():
+            lines.append(f"- {meth} ({len(items)}):")
+            lines += [f"  - {it}" for it in items[:50]]
+            if len(items) > 50:
+                lines.append(f"  - and {len(items) - 50} more")
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out / "report.md"

@@ -18,10 +18,15 @@ __all__ = ["run_study"]
 
 
 class _Bar:
-    """tasks done of total, elapsed time and an estimate of the time left, on stderr."""
+    """tasks done of total, elapsed time and an estimate of the time left, on
+    stderr: a bar redrawn in place on a terminal, else (a log) a line at
+    every tenth of the tasks, without carriage returns."""
 
-    def __init__(self, total: int, enabled: bool):
+    def __init__(self, total: int, enabled: bool, stream=None):
         self.total, self.done, self.enabled, self.t0 = total, 0, enabled, time.perf_counter()
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.next_line = 1
 
     def step(self, what: str) -> None:
         self.done += 1
@@ -29,13 +34,20 @@ class _Bar:
             return
         el = time.perf_counter() - self.t0
         left = el / self.done * (self.total - self.done)
+        counts = f"{self.done}/{self.total} {_hms(el)} elapsed, ~{_hms(left)} left"
+        if not self.tty:
+            if self.done >= self.next_line * self.total / 10 or self.done == self.total:
+                self.stream.write(f"study: {counts} ({what})\n")
+                self.stream.flush()
+                while self.next_line * self.total / 10 <= self.done:
+                    self.next_line += 1
+            return
         width = 28
         fill = int(width * self.done / max(self.total, 1))
-        sys.stderr.write(f"\rstudy [{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
-                         f"{_hms(el)} elapsed, ~{_hms(left)} left  {what[:40]:<40}")
+        self.stream.write(f"\rstudy [{'#' * fill}{'.' * (width - fill)}] {counts}  {what[:40]:<40}")
         if self.done == self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            self.stream.write("\n")
+        self.stream.flush()
 
 
 def _hms(s: float) -> str:
@@ -80,7 +92,7 @@ def _backend(backend: str, scheduler: Optional[str], n_jobs: int) -> Iterator[No
 def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str]] = None,
               methods: Optional[Sequence[str]] = None, n_splits: int = 10, quick: bool = False, n_jobs: int = 1,
               backend: str = "loky", scheduler: Optional[str] = None, seed: int = 0,
-              progress: bool = True) -> Store:
+              progress: bool = True, command: Optional[str] = None) -> Store:
     """Run the papers' protocol on PMLB data sets and store every result in
     ``out/results.sqlite``; what is already there is not computed again.
 
@@ -89,22 +101,30 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
     training part with the same folds for every method, scaling by the
     training sd, and the test error of each method. ``quick``: 3 splits by
     default and small grids. Everything is seeded by ``seed`` and the data
-    set's name, so the same call gives the same results.
+    set's name, so the same call gives the same results. ``command`` (the
+    command line that ran it) is recorded with the run's time, interrupted
+    runs too, for the report. Ctrl-C raises :class:`Interrupted`, saying how
+    much is saved.
     """
     from joblib import Parallel, delayed
 
     from ..comparators import METHODS
 
-    names = list(datasets) if datasets else available(data)
-    missing = [n for n in names if n not in set(available(data))] if Path(data).is_dir() else []
+    if isinstance(n_splits, bool) or int(n_splits) != n_splits or int(n_splits) < 1:
+        raise ValueError(f"the number of splits must be a positive integer, got {n_splits!r}")
+    if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or (int(n_jobs) < 1 and int(n_jobs) != -1):
+        raise ValueError(f"the number of jobs must be a positive integer or -1 (every core), got {n_jobs!r}")
+    here = set(available(data))  # the folder must exist: nothing is downloaded
+    names = list(datasets) if datasets else sorted(here)
+    missing = [n for n in names if n not in here]
     if missing:
         raise ValueError(f"data sets not found in {data}: {missing[:5]}")
+    if not names:
+        raise ValueError(f"{data}: no data sets (NAME/NAME.tsv.gz) in this folder")
     meths = list(methods) if methods else list(DEFAULT_METHODS)
     unknown = [m for m in meths if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
-    if int(n_splits) < 1:
-        raise ValueError(f"n_splits must be a positive integer, got {n_splits!r}")
     store = Store(out, {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed)})
     done = store.done()
     tasks: List[Any] = []
@@ -119,12 +139,30 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
             grid(m, X.shape[1], quick)  # an unknown method fails here, before any work
         for s, (train, test, inner) in enumerate(splits(y, n_splits, 3 if quick else 5, dseed % (2 ** 31))):
             tasks += [(name, s, m, X, y, train, test, inner, quick) for m in meths if (name, s, m) not in done]
-    store.computed = len(tasks)  # what this call ran (0: everything was there already)
+    store.computed = 0  # what this call ran (0: everything was there already)
     bar = _Bar(len(tasks), progress)
-    if tasks:
-        with _backend(backend, scheduler, n_jobs):
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(_task)(*t) for t in tasks)
-            for name, s, m, row in results:
-                store.add(name, s, m, row)
-                bar.step(f"{name} {s + 1} {m}")
+    t0 = time.perf_counter()
+    try:
+        if tasks:
+            with _backend(backend, scheduler, n_jobs):
+                results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(_task)(*t) for t in tasks)
+                for name, s, m, row in results:
+                    store.add(name, s, m, row)
+                    store.computed += 1
+                    bar.step(f"{name} {s + 1} {m}")
+    except KeyboardInterrupt:
+        raise Interrupted(store.computed, len(tasks), store.folder) from None
+    finally:
+        if command is not None and store.computed:
+            store.add_run(command, time.perf_counter() - t0, store.computed)
     return store
+
+
+class Interrupted(Exception):
+    """The study was interrupted (Ctrl-C): ``saved`` of ``total`` results of
+    this run are in the store, and a rerun resumes."""
+
+    def __init__(self, saved: int, total: int, folder: Path):
+        super().__init__(f"interrupted; {saved} of {total} results of this run are saved in {folder}; run the same "
+                         f"command again to resume")
+        self.saved, self.total = saved, total

@@ -47,6 +47,18 @@ class Store:
             self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (dataset, split, method, row["error"], row["params"], row["seconds"], row["note"]))
 
+    def add_run(self, command: str, seconds: float, computed: int) -> None:
+        """Record a run of the study (its command, wall seconds and results
+        computed): the report counts the time of every run, resumed ones too."""
+        runs = self.runs()
+        runs.append({"command": command, "seconds": float(seconds), "computed": int(computed)})
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('runs', ?)", (json.dumps(runs),))
+
+    def runs(self) -> list:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'runs'").fetchone()
+        return [] if row is None else json.loads(row[0])
+
     def add_dataset(self, name: str, info: Dict[str, Any]) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?)", (name, json.dumps(info)))

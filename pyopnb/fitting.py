@@ -1,0 +1,238 @@
+"""Fitting OPNB: R's ``OPNB()``, the published formulation's ``opnb_journal()``,
+and the one L-BFGS-B driver both go through.
+
+The driver checks the data once, lets the formulation set up the problem
+(scaling, bandwidths, start, penalty), maximises the formulation's objective
+with L-BFGS-B as R's optim runs it (:mod:`pyopnb._lbfgsb`), orders the
+optimum's columns as the formulation says, and folds the scaling into the
+model's V. Everything formulation-specific is the formulation's
+(:mod:`pyopnb.formulation`).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _lbfgsb, _linalg, _threads
+from ._validation import as_nbin, check_maxit, check_ndim, check_X, column_names
+from .exceptions import ConvergenceWarning
+from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
+from .labels import factor
+from .model import OPNBModel
+from .objective import Workspace
+
+__all__ = ["OPNB", "opnb_journal", "fit"]
+
+# optim's L-BFGS-B settings as R's OPNB calls it (maxit is the caller's)
+_LBFGS = dict(m=5, factr=1e7, pgtol=0.0)
+
+Callback = Callable[[int, float, float], None]
+
+
+def OPNB(
+    X: Any,
+    y: Any,
+    ndim: Optional[int] = None,
+    lam: float = 1e-3,
+    V0: Union[None, Callable, np.ndarray] = None,
+    scale: bool = True,
+    nbin: Optional[int] = 1000,
+    C: Optional[Callable] = None,
+    *,
+    correct: bool = False,
+    maxit: int = 100,
+    threads: Optional[int] = None,
+    callback: Optional[Callback] = None,
+) -> OPNBModel:
+    """Fit an Optimal Projections Naive Bayes model, as R's ``OPNB()``.
+
+    Steps (R OPNB 1.0): labels to factor levels; centre by column means; divide
+    by column sds (n - 1; a column with sd < 1e-20 is zeroed) when ``scale``;
+    priors n_k / n; start V = the first ``ndim`` eigenvectors of cov (or
+    ``V0(Xs, y, ndim)``); bandwidth 1 for every class; maximise
+    ``l(V) - lam * pen(V)`` (pen = sum(V^2), or sum_t v_t' C(Xs, y) v_t) with
+    L-BFGS-B (memory 5, at most ``maxit`` iterations, factr 1e7, pgtol 0); order the
+    columns greedily by l; normalise columns (bandwidths h_k / ||v_t||) and
+    fold the scaling into V.
+
+    Parameters
+    ----------
+    X : (n, d) array-like or DataFrame. y : (n,) labels of any kind.
+    ndim : columns of V, 1..d (default min(d, 20)). R fails at ndim = 1; we do not.
+    lam : penalty, > 0. V0 : None, a function (Xs, y_codes, ndim) -> (d, ndim),
+    or a (d, ndim) matrix. scale : scale columns to unit sd.
+    nbin : bins per projected column, or None for exact sums.
+    C : None or a function (Xs, y_codes) -> symmetric (d, d) penalty matrix.
+    correct : optimise the paper's objective (priors once) instead of R's
+        (the "correct" formulation, :class:`pyopnb.formulation.CorrectFormulation`).
+    maxit : L-BFGS-B's iteration limit (R's optim control ``maxit``, 100).
+        A fit that reaches it ends with convergence code 1 and warns.
+    threads : threads for every parallel step (default: ``PYOPNB_NUM_THREADS``,
+        else OpenMP's setting, ``OMP_NUM_THREADS`` or threadpoolctl's, else
+        every core this process may use; -1: every core). Results do not
+        depend on it.
+    callback : called after each L-BFGS iteration with (iteration, objective, gradient norm).
+    """
+    form = (CorrectFormulation if correct else RFormulation)(lam=lam, V0=V0, C=C, scale=scale)
+    return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, caller="OPNB")
+
+
+def opnb_journal(
+    X: Any,
+    y: Any,
+    ndim: Optional[int] = None,
+    gamma: float = 1.0,
+    nbin: Optional[int] = 1000,
+    prescale: bool = False,
+    V0: Union[None, Callable, np.ndarray] = None,
+    *,
+    maxit: int = 100,
+    threads: Optional[int] = None,
+    callback: Optional[Callback] = None,
+) -> OPNBModel:
+    """Fit OPNB as published (the journal version of the paper).
+
+    Each variable is centred and divided by its training sd (constant ones
+    zeroed); with ``prescale`` the data are then multiplied by
+    Sigma_W^(-1/2), the pooled within-class covariance's inverse square root
+    (pseudo-inverse where singular). Class k gets the bandwidth
+    h_k = 0.54 gamma (trace(Sigma_k)/p)^(1/2) n_k^(-1/5) on every projected
+    column. L-BFGS-B (as :func:`OPNB`) maximises the mean log-likelihood at
+    V with unit-norm columns (priors once, no penalty; exact sums with
+    ``nbin=None``, else linear binning with densities at the points, and
+    its exact gradient), from LDA's discriminant directions completed by
+    principal components (or ``V0``). Columns are then ordered greedily by
+    the same objective, as R orders its own.
+
+    Returns an :class:`OPNBModel` that :func:`predict`, :func:`pyopnb.plot.plot`,
+    :func:`pyopnb.write_rds` (and R's ``predict.OPNB``) and the command line
+    take as they are: V maps raw data, ``h[k, t]`` = h_k (V's columns have
+    unit norm in the scaled data), ``lam`` = 0, ``fval`` the mean
+    log-likelihood.
+
+    Parameters
+    ----------
+    X, y : data and labels, as :func:`OPNB`. ndim : columns, 1..d (default min(d, 20)).
+    gamma : bandwidth multiplier > 0 (the paper's grid: 1/3, 1/2, 1, 2, 3).
+    nbin : bins per projected column, or None for exact sums.
+    prescale : multiply the scaled data by Sigma_W^(-1/2) first.
+    V0 : None (LDA start), a (d, ndim) matrix or a function (Xs, y_codes, ndim).
+    maxit, threads, callback : as :func:`OPNB`.
+    """
+    form = JournalFormulation(gamma=gamma, prescale=prescale, V0=V0)
+    return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback,
+               caller="opnb_journal")
+
+
+class _Objective:
+    """The formulation's objective on a flattened (column-major, as R) V, for
+    the optimiser: l(V) - lam pen(V), or the normalised l(V-bar)."""
+
+    def __init__(self, form: Formulation, setup: Setup, d: int, ndim: int, nbin: Optional[int], threads: int):
+        # validated once by the fit, not at each of the optimiser's evaluations
+        self.problem = setup.problem
+        self.form = form
+        self.setup = setup
+        self.ws = Workspace()
+        self.d, self.ndim = d, ndim
+        self.nbin, self.threads = nbin, threads
+        self.last: Optional[Tuple[np.ndarray, float, np.ndarray]] = None
+
+    def unflat(self, v: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
+
+    def _evaluate(self, V: np.ndarray, gradient: bool):
+        st = self.setup
+        f, g = self.form.likelihood(V, self.problem, self.nbin, gradient, self.threads, self.ws)
+        if st.pen is not None:
+            f = f - st.lam * st.pen(V)
+            if gradient:
+                g = g - st.lam * st.dpen(V)
+        return f, g
+
+    def value(self, V: np.ndarray) -> float:
+        return self._evaluate(V, False)[0]
+
+    def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
+        V = self.unflat(v)
+        try:
+            F, G = self._evaluate(V, True)
+        except ValueError as exc:  # a zero column of the normalised objective
+            raise FloatingPointError(str(exc)) from None
+        self.last = (v.copy(), F, G)
+        if not np.isfinite(F) or not np.all(np.isfinite(G)):
+            # R's optim stops with "L-BFGS-B needs finite values of 'fn'"
+            raise FloatingPointError("L-BFGS-B needs finite values of 'fn'")
+        return -F, -G.ravel(order="F")
+
+
+def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: Optional[int] = 1000,
+        maxit: int = 100, threads: Optional[int] = None, callback: Optional[Callback] = None,
+        caller: str = "fit") -> OPNBModel:
+    """Fit the formulation ``form`` to (X, y): the optimiser's driver.
+
+    ``caller`` names the public function in warnings. A fit whose
+    optimiser outcome is not the formulation's normal one warns once
+    (:class:`pyopnb.ConvergenceWarning`); one whose objective is not finite
+    at the start or along the way keeps the start V, as R's OPNB does, and
+    warns.
+    """
+    Xa = check_X(X, "X")
+    n, d = Xa.shape
+    levels, codes = factor(y)
+    if codes.size != n:
+        raise ValueError(f"y has {codes.size} labels but X has {n} rows")
+    K = levels.size
+    if K < 2:
+        raise ValueError(f"y must have at least two classes, found {K}")
+    if not np.any(np.ptp(Xa, axis=0) > 0):
+        raise ValueError("no column of X varies (every column is constant): there is nothing to project")
+    nd = check_ndim(ndim, d)
+    nbin_v = as_nbin(nbin)
+    maxit = check_maxit(maxit)
+    thr = _threads.resolve(threads)
+    names = column_names(X)
+    with _threads.using(thr):
+        st = form.setup(Xa, codes, levels, nd, names)
+        obj = _Objective(form, st, d, nd, nbin_v, thr)
+        Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
+        if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
+            fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
+        else:
+            fval = obj.value(Vopt)
+        norms = _linalg.col_norms(Vopt)
+        if np.any(norms == 0):
+            raise ValueError("a column of V is zero: the projection is degenerate (check V0 and C)")
+        Vopt, norms = form.final_columns(Vopt, norms)
+        # R's binned objective: the workspace now holds Vopt's tables either way
+        order = form.column_order(Vopt, st.problem, nbin_v, thr, obj.ws)
+    Vopt, norms = Vopt[:, order], norms[order]
+    h = np.outer(st.problem.h, 1.0 / norms)
+    Vn = Vopt / norms
+    if st.T is not None:
+        Vn = _linalg.matmul(st.T, Vn)
+    return OPNBModel(V=Vn * st.scales[:, None], X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
+                     scales=st.scales, ynames=levels, lam=st.lam, fval=float(fval), feature_names=names,
+                     convergence=convergence)
+
+
+def _optimise(obj: _Objective, V: np.ndarray, maxit: int, callback: Optional[Callback], form: Formulation,
+              nbin: Optional[int], caller: str) -> Tuple[np.ndarray, int]:
+    """(the optimum, R's optim code) by L-BFGS-B from V, with the warnings the outcome calls for."""
+    def _cb(iteration: int, x: np.ndarray, f: float, g: np.ndarray) -> None:
+        if callback is not None:
+            callback(iteration, -float(f), float(np.sqrt(_linalg.r_sum(g * g))))
+
+    try:
+        res = _lbfgsb.minimize(obj, V.ravel(order="F"), callback=_cb, maxit=maxit, **_LBFGS)
+    except FloatingPointError as exc:
+        # R's OPNB: "Numerical errors occurred with settings provided, returning initial solution"
+        warnings.warn(f"{caller}: the optimisation failed ({exc}); the model keeps the start projection, as R's "
+                      f"OPNB does. Try " + form.advice(nbin) + ".", ConvergenceWarning, stacklevel=4)
+        return V, 52
+    note = form.convergence_note(res["convergence"], nbin, maxit)
+    if note is not None:
+        warnings.warn(f"{caller}: {note}", ConvergenceWarning, stacklevel=4)
+    return obj.unflat(res["x"]), res["convergence"]

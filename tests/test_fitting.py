@@ -1,0 +1,119 @@
+"""Fitting (pyopnb.fitting): the optimiser's outcome in R's optim codes, a
+warning only where it is not the formulation's normal end, advice that fits
+the call, the iteration limit as a parameter, and errors that name the
+problem in the data."""
+import warnings
+
+import numpy as np
+import pytest
+
+from pyopnb import OPNB, ConvergenceWarning, OPNB_CV_lam, opnb_journal, opnb_journal_cv
+from pyopnb.datasets import load_pima
+
+
+@pytest.fixture(scope="module")
+def pima():
+    return load_pima()
+
+
+def _optimiser_ends_with(monkeypatch, code):
+    """L-BFGS-B's outcome made ``code`` at the start, whatever the data: the
+    driver's handling is under test here, the optimiser's own stopping rules
+    in tests/test_lbfgsb.py."""
+    from pyopnb import fitting
+
+    def minimize(fg, x0, callback=None, **options):
+        f, g = fg(np.array(x0))
+        return {"x": np.array(x0), "f": f, "g": g, "convergence": code, "iterations": 0, "evaluations": 1,
+                "message": ""}
+
+    monkeypatch.setattr(fitting._lbfgsb, "minimize", minimize)
+
+
+def _convergence_warnings(fn):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [str(w.message) for w in rec if issubclass(w.category, ConvergenceWarning)]
+
+
+def test_a_failed_line_search_is_Rs_binned_objectives_normal_end(pima, monkeypatch):
+    _optimiser_ends_with(monkeypatch, 52)
+    m, said = _convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2))
+    assert said == []  # R's binned gradient is not its value's derivative: R's OPNB stops there too
+    assert m.convergence == 52 and "convergence=52 (line search failed)" in repr(m)
+
+
+@pytest.mark.parametrize("fit, must, must_not", [
+    (lambda d: OPNB(d.X_train, d.y_train, ndim=2, nbin=None), ["OPNB:", "a larger lam", "another start V0"],
+     ["nbin", "binned"]),
+    (lambda d: OPNB(d.X_train, d.y_train, ndim=2, correct=True), ["more bins (nbin)", "exact sums (nbin=None)"], []),
+    (lambda d: opnb_journal(d.X_train, d.y_train, ndim=2), ["opnb_journal:", "exact sums (nbin=None)"], ["lam"]),
+    (lambda d: opnb_journal(d.X_train, d.y_train, ndim=2, nbin=None), ["another gamma"], ["nbin", "lam"]),
+])
+def test_a_failed_line_search_elsewhere_warns_with_advice_that_fits_the_call(pima, monkeypatch, fit, must, must_not):
+    _optimiser_ends_with(monkeypatch, 52)
+    m, said = _convergence_warnings(lambda: fit(pima))
+    assert len(said) == 1 and m.convergence == 52
+    assert "line search failed (convergence code 52" in said[0]
+    for text in must:
+        assert text in said[0]
+    for text in must_not:
+        assert text not in said[0]
+
+
+def test_the_iteration_limit_warns_and_maxit_is_the_callers(pima):
+    m, said = _convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, maxit=3))
+    assert m.convergence == 1
+    assert len(said) == 1 and "iteration limit, maxit = 3 (convergence code 1" in said[0]
+    assert "Give a larger maxit" in said[0]
+    m, said = _convergence_warnings(lambda: opnb_journal(pima.X_train, pima.y_train, ndim=2, maxit=2))
+    assert m.convergence == 1 and "opnb_journal: L-BFGS-B stopped at its iteration limit, maxit = 2" in said[0]
+    ok, said = _convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, lam=1e-2,
+                                                  maxit=500))
+    assert ok.convergence == 0 and said == []
+    for bad in (0, -1, 2.5, True, "100"):
+        with pytest.raises(ValueError, match="maxit must be a positive integer"):
+            OPNB(pima.X_train, pima.y_train, ndim=2, maxit=bad)
+
+
+def test_cross_validation_warns_once_counting_its_fits(pima):
+    cv, said = _convergence_warnings(lambda: OPNB_CV_lam(pima.X_train, pima.y_train, 3, nlam=2, ndim=2, nbin=None,
+                                                         maxit=2))
+    inner = [s for s in said if s.startswith("OPNB_CV_lam:")]
+    assert len(inner) == 1 and "6 of 6 fits did not end as they should" in inner[0]
+    assert "maxit = 2" in inner[0]
+    # the refit on every row is a fit of its own
+    assert [s for s in said if s.startswith("OPNB:")] and cv["model"].convergence == 1
+    _, said = _convergence_warnings(lambda: opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[1.0], ndim=[1, 2],
+                                                            maxit=1))
+    assert sum(s.startswith("opnb_journal_cv: 3 of 3 fits") for s in said) == 1
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda X: np.ones_like(X), "no column of X varies"),
+    (lambda X: X * 1e300, r"X's column 0 varies too much for its variance to be a double"),
+])
+def test_data_errors_name_the_problem_in_the_data(pima, make, message):
+    for fit in (OPNB, opnb_journal):
+        with pytest.raises(ValueError, match=message):
+            fit(make(pima.X_train), pima.y_train, ndim=2)
+
+
+def test_label_errors_show_plain_values(pima):
+    y = np.r_[np.zeros(199, dtype=np.int64), 1]
+    with pytest.raises(ValueError, match=r"^class 1 has 1 row: the journal bandwidth needs at least 2"):
+        opnb_journal(pima.X_train, y, ndim=2)
+    X = np.repeat(pima.X_train[:2], 100, axis=0)
+    with pytest.raises(ValueError, match=r"^class 0 does not vary"):
+        opnb_journal(X, np.repeat([0, 1], 100), ndim=2)
+
+
+def test_missing_values_in_a_nullable_column_are_called_missing(pima):
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    df = pd.DataFrame(pima.X_train, columns=list(pima.feature_names)).astype({"npreg": "Int64"})
+    df.loc[5, "npreg"] = pd.NA
+    with pytest.raises(ValueError, match=r"X has missing values \(NaN\) in column 'npreg' \(1 row\)"):
+        OPNB(df, pima.y_train, ndim=2)
+    with pytest.raises(ValueError, match=r"X has non-numeric columns \['npreg'\]"):
+        OPNB(df.astype({"npreg": str}), pima.y_train, ndim=2)
