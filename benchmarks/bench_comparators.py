@@ -32,7 +32,7 @@ def _one(name, X, y, tr, te):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from pyopnb.comparators import METHODS
+    from pyopnb.study.methods import METHODS
 
     est = make_pipeline(StandardScaler(), clone(METHODS[name].make()))
     with warnings.catch_warnings():
@@ -49,7 +49,7 @@ def _one(name, X, y, tr, te):
 def speed(names) -> str:
     from sklearn.base import clone
 
-    from pyopnb.comparators import METHODS
+    from pyopnb.study.methods import METHODS
 
     rng = np.random.default_rng(0)
     n, p, K = 3000, 50, 10

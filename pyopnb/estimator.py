@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import column_names, feature_order, fit_data
 from .fitting import fit
 from .formulation import Formulation, formulation
-from .model import OPNBModel, predict, projection
+from .model import OPNBModel, predict, projection, staged_log_joint
 
 __all__ = ["OPNBClassifier"]
 
@@ -149,6 +149,15 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         """The class of largest posterior (the first on ties)."""
         logp = self._predict(X)["log_posterior"]
         return self.classes_[np.argmax(logp, axis=1)]
+
+    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+        """The classes predicted with the first m columns of the projection,
+        m = 1, ..., ndim (each as ``predict`` of a model of m columns: the
+        greedy column order makes the first m the fit's own choice), so one
+        fit serves a search over ndim."""
+        X = self._validate_test(X)
+        for logjoint in staged_log_joint(self.model_, X):
+            yield self.classes_[np.argmax(logjoint, axis=1)]
 
     def transform(self, X: Any) -> np.ndarray:
         """Projections ``(X - mu) @ V`` on the fitted columns (summed in R's order)."""

@@ -37,16 +37,15 @@ import numpy as np
 
 from . import _linalg, _project, _threads
 from ._validation import as_positive_scalar, check_lam, label_text
+from .discriminant import inv_sqrt, lda_start, within_between
 from .objective import Problem, Workspace, check_problem, evaluate, evaluate_normalised, grid_tables
 
 __all__ = ["Formulation", "RFormulation", "CorrectFormulation", "JournalFormulation", "FORMULATIONS",
-           "formulation", "Setup", "lda_start", "journal_bandwidths", "within_between", "r_colmeans", "r_sd",
-           "r_standardise"]
+           "formulation", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
+           "r_standardise", "greedy_order"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
 _SILVERMAN_054 = 0.54
-# eigenvalues of a covariance below this share of the largest count as zero
-_RANK_TOL = 1e-10
 # R's OPNB: an sd below this zeroes a column
 _SD_ZERO = 1e-20
 
@@ -68,74 +67,6 @@ class Setup:
     lam: float
     pen: Optional[Callable[[np.ndarray], float]]
     dpen: Optional[Callable[[np.ndarray], np.ndarray]]
-
-
-def within_between(Xs: np.ndarray, codes: np.ndarray, K: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Sigma_W, the pooled within-class covariance (1/n) sum (x_i - mu_{y_i})(x_i - mu_{y_i})',
-    and Sigma_B = (1/n) sum_k n_k (mu_k - mu)(mu_k - mu)'; Sigma_W + Sigma_B is
-    the total (biased) covariance. Every sum runs over the rows in order
-    (:mod:`pyopnb._linalg`), so the bits do not depend on the CPU."""
-    n = Xs.shape[0]
-    thr = _threads.resolve()
-    counts = np.bincount(codes, minlength=K)
-    onehot = np.zeros((n, K))
-    onehot[np.arange(n), codes] = 1.0
-    means = _linalg.crossprod(onehot, Xs, thr) / counts[:, None]
-    R = np.ascontiguousarray(Xs - means[codes])
-    Sw = _linalg.crossprod(R, R, thr) / n
-    M = np.ascontiguousarray(means - _linalg.r_colsums(np.ascontiguousarray(Xs)) / n)
-    Sb = _linalg.crossprod(np.ascontiguousarray(M * counts[:, None]), M, thr) / n
-    return (Sw + Sw.T) / 2, (Sb + Sb.T) / 2
-
-
-def _inv_sqrt(S: np.ndarray) -> Tuple[np.ndarray, int]:
-    """S^(-1/2) on the range of a symmetric PSD matrix (a pseudo-inverse square
-    root: eigenvalues under 1e-10 of the largest count as zero), and S's rank."""
-    vals, vecs = _linalg.eigh(S)
-    keep = vals > _RANK_TOL * max(vals.max(), 0.0) if vals.size else np.zeros(0, bool)
-    U = vecs[:, keep]
-    return _linalg.matmul(U / np.sqrt(vals[keep]), U.T), int(keep.sum())
-
-
-def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int) -> np.ndarray:
-    """The journal's start: the leading eigenvectors of Sigma_W^-1 Sigma_B
-    (LDA's discriminant directions, at most K - 1 of them), then, when ndim is
-    larger, the leading principal components of the data projected onto the
-    null space of those directions. Columns have unit norm.
-
-    A singular Sigma_W (constant or collinear columns, p > n) is handled by
-    working on its range: the directions are those of its pseudo-inverse,
-    Sigma_W^+ Sigma_B, so no direction along which the classes do not vary is
-    ever divided by zero, and the principal components fill the rest.
-    Eigenvectors come from :func:`pyopnb._linalg.eigh` (its sign convention:
-    each vector's largest entry positive), products in a fixed order.
-    """
-    d = Xs.shape[1]
-    thr = _threads.resolve()
-    Xs = np.ascontiguousarray(Xs, dtype=np.float64)
-    Sw, Sb = within_between(Xs, codes, K)
-    W, _ = _inv_sqrt(Sw)
-    vals, vecs = _linalg.eigh(_linalg.matmul(_linalg.matmul(W, Sb), W))
-    top = max(vals[0], 0.0) if vals.size else 0.0
-    r = int(min(ndim, K - 1, np.sum(vals > _RANK_TOL * top))) if top > 0 else 0
-    D = _linalg.matmul(W, vecs[:, :r])
-    if r:
-        D /= _linalg.col_norms(D)
-    if r == ndim:
-        return np.ascontiguousarray(D)
-    # principal components of the data with the discriminant directions projected out
-    Q = _linalg.orthonormal(D) if r else np.zeros((d, 0))
-    Xp = np.ascontiguousarray(Xs - _linalg.matmul(_linalg.matmul(Xs, Q, thr), Q.T, thr)) if r else Xs
-    C = _linalg.r_cov(Xp, thr)
-    pvals, pvecs = _linalg.eigh(C)
-    # the PCs are orthogonal to Q where C has rank; make sure, then complete
-    P = pvecs - _linalg.matmul(Q, _linalg.crossprod(Q, pvecs, thr)) if r else pvecs
-    norms = _linalg.col_norms(P)
-    cols = [P[:, j] / norms[j] for j in range(d) if norms[j] > 1e-8][: ndim - r]
-    V = np.column_stack([D] + cols) if cols else D
-    if V.shape[1] < ndim:
-        raise ValueError(f"ndim = {ndim} exceeds the {V.shape[1]} directions the data span")
-    return np.ascontiguousarray(V)
 
 
 def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
@@ -291,7 +222,7 @@ class Formulation:
     def column_order(self, V: np.ndarray, problem: Problem, nbin: Optional[int], threads: int,
                      ws: Optional[Workspace]) -> List[int]:
         """R's column order: forward selection by l (lam = 0), ties to the first."""
-        return _greedy(V.shape[1], lambda chosen, j: self.likelihood(
+        return greedy_order(V.shape[1], lambda chosen, j: self.likelihood(
             np.ascontiguousarray(V[:, chosen + [j]]), problem, nbin, False, threads, ws)[0])
 
     def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
@@ -335,7 +266,7 @@ def _suggest(keys: List[str], words: Dict[str, Optional[str]]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
-def _greedy(ndim: int, score: Callable[[List[int], int], float]) -> List[int]:
+def greedy_order(ndim: int, score: Callable[[List[int], int], float]) -> List[int]:
     """Forward selection of columns: each step adds the column whose score
     with the chosen ones is largest (the first of equal ones)."""
     chosen: List[int] = []
@@ -448,7 +379,7 @@ class JournalFormulation(Formulation):
         mu, scales, Xs = r_standardise(Xa, True, names)
         T = None
         if self.prescale:
-            T, _ = _inv_sqrt(within_between(Xs, codes, K)[0])
+            T, _ = inv_sqrt(within_between(Xs, codes, K)[0])
             Xs = _linalg.matmul(Xs, T, _threads.resolve())
         h = journal_bandwidths(Xs, codes, K, self.gamma, levels)
         PI = np.bincount(codes, minlength=K) / codes.size

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
-from . import _linalg, _passes, _project, _threads
+from . import _linalg, _project, _threads
 from ._validation import check_ndim, check_X, label_text
-from .naive_bayes import class_log_densities
+from .naive_bayes import class_log_densities, posteriors
 
-__all__ = ["OPNBModel", "predict", "check_model", "projection", "CONVERGENCE"]
+__all__ = ["OPNBModel", "predict", "staged_log_joint", "check_model", "projection", "CONVERGENCE"]
 
 _MACHINE_EPS = np.finfo(float).eps
 # R's optim codes for L-BFGS-B; None: not kept (a model that R saved)
@@ -102,13 +102,16 @@ def projection(X: np.ndarray, mu: np.ndarray, V: np.ndarray) -> np.ndarray:
 # prediction
 # ---------------------------------------------------------------------------
 
-def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndim: int, log: bool) -> np.ndarray:
-    """[m, K]: log f_k (log=True) or the product densities f_k, per R's predict."""
+def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndim: int, log: bool,
+                         first: int = 0) -> np.ndarray:
+    """[m, K]: log f_k (log=True) or the product densities f_k, per R's
+    predict, over the model's columns first..first + ndim - 1 (pte and ptr
+    hold those columns)."""
     y0 = np.asarray(model.y, dtype=np.int64) - 1
     counts = np.bincount(y0, minlength=model.nc)
     if np.any(counts == 0):
         raise ValueError(f"class {label_text(model.ynames[int(np.argmin(counts))])} has no training points in the model")
-    return class_log_densities(ptr[:, :ndim], y0, model.nc, model.h[:, :ndim], pte[:, :ndim], log)
+    return class_log_densities(ptr[:, :ndim], y0, model.nc, model.h[:, first:first + ndim], pte[:, :ndim], log)
 
 
 def check_model(model: Any) -> OPNBModel:
@@ -145,7 +148,7 @@ def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool) -> Dict
     pte = projection(Xa, model.mu, V)
     if log:
         logden = _linalg.c_log_array(model.PI) + _class_log_densities(model, pte, ptr, nd, True)
-        logpost, post = _passes.posteriors(np.ascontiguousarray(logden), _threads.resolve())
+        logpost, post = posteriors(logden)
         cls = model.ynames[np.argmax(logden, axis=1)]
         return {"posterior": post, "class": cls, "log_posterior": logpost}
     den = model.PI * _class_log_densities(model, pte, ptr, nd, False)
@@ -160,3 +163,20 @@ def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool) -> Dict
     den = np.ascontiguousarray(np.where(lost, _MACHINE_EPS, den))
     post = den / _linalg.r_rowsums(den)[:, None]
     return {"posterior": post, "class": model.ynames[np.argmax(post, axis=1)]}
+
+
+def staged_log_joint(model: OPNBModel, Xte: Any, threads: Optional[int] = None) -> Iterator[np.ndarray]:
+    """log(PI_k f_k) [m, K] on the first 1, 2, ..., ndim columns in turn:
+    the greedy column order makes each a model of its own, so one fit serves
+    every ndim. Each is bitwise ``predict(model, Xte, ndim, log=True)``'s,
+    for the cost of one predict with every column."""
+    model = check_model(model)
+    with _threads.using(_threads.resolve(threads)):
+        Xa = check_X(Xte, "Xte", model.V.shape[0], model.feature_names)
+        ptr = projection(model.X, model.mu, model.V)
+        pte = projection(Xa, model.mu, model.V)
+        total = np.zeros((Xa.shape[0], model.nc))
+        logprior = _linalg.c_log_array(model.PI)
+        for t in range(model.V.shape[1]):
+            total += _class_log_densities(model, pte[:, t:t + 1], ptr[:, t:t + 1], 1, True, t)
+            yield logprior + total

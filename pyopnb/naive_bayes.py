@@ -12,10 +12,10 @@ from typing import Optional
 
 import numpy as np
 
-from . import _ksum, _linalg, _threads
+from . import _ksum, _linalg, _passes, _threads
 from .ksum import DEFAULT_BETA, fk_sum
 
-__all__ = ["class_log_densities"]
+__all__ = ["class_log_densities", "posteriors"]
 
 
 def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, Zte: np.ndarray,
@@ -55,3 +55,12 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
                 S, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False, False, thr)
                 out[:, k] *= S[:, 0]
     return out
+
+
+def posteriors(log_joint: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+    """(log posteriors, posteriors) [m, K] from log(PI_k f_k) [m, K], by
+    Bayes' rule in log space (each row's largest term taken out before exp),
+    with the C library's exp and log, so no row underflows and the bits do
+    not depend on numpy's SIMD level. Serves OPNB's ``predict``, the
+    estimator and every comparator."""
+    return _passes.posteriors(np.ascontiguousarray(log_joint, dtype=np.float64), _threads.resolve())

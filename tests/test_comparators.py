@@ -1,15 +1,16 @@
-"""The comparators: each against a direct reference, scikit-learn's checks,
-bad input, and the registry of the papers' methods and grids."""
+"""The comparators: each against a direct reference, scikit-learn's checks
+and bad input."""
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from pyopnb.comparators import CCICA, KDDA, METHODS, OPGD, RDA, KernelNB, SelectiveNB
+from pyopnb.comparators import CCICA, KDDA, LDA, OPGD, RDA, KernelNB, SelectiveNB
 
 
 @parametrize_with_checks([KernelNB(), KernelNB(nbin=200), KDDA(), RDA(lam=0.5, reg=1e-6), CCICA(), CCICA(n_components=1),
-                          OPGD(reg=1e-6), SelectiveNB(), SelectiveNB(averaging="MAP")])
+                          OPGD(reg=1e-6), OPGD(reg=1e-6, covariance="full"), LDA(), SelectiveNB(),
+                          SelectiveNB(averaging="MAP")])
 def test_sklearn_checks(estimator, check):
     check(estimator)
 
@@ -132,7 +133,8 @@ def test_rda_singular_covariance_is_an_error_or_a_ridge():
         RDA(lam=1.5).fit(X, y)
 
 
-@pytest.mark.parametrize("est", [KernelNB(), KDDA(), RDA(reg=1e-6), CCICA(n_components=2), OPGD(ndim=2), SelectiveNB()],
+@pytest.mark.parametrize("est", [KernelNB(), KDDA(), RDA(reg=1e-6), CCICA(n_components=2), OPGD(ndim=2), LDA(),
+                                 SelectiveNB()],
                          ids=lambda e: type(e).__name__)
 def test_posteriors_and_row_order(est):
     X, y = data(n=120)
@@ -145,7 +147,7 @@ def test_posteriors_and_row_order(est):
     np.testing.assert_allclose(p, q, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("est", [KernelNB(), KDDA(), RDA(), CCICA(), OPGD(), SelectiveNB()],
+@pytest.mark.parametrize("est", [KernelNB(), KDDA(), RDA(), CCICA(), OPGD(), LDA(), SelectiveNB()],
                          ids=lambda e: type(e).__name__)
 def test_bad_input(est):
     X, y = data()
@@ -160,23 +162,9 @@ def test_bad_input(est):
     fitted = type(est)().fit(X, y)
     with pytest.raises(ValueError, match="features"):
         fitted.predict(X[:, :2])
-    bad_param = {RDA: "lam", OPGD: "reg", SelectiveNB: "averaging"}.get(type(est), "gamma")
+    bad_param = {RDA: "lam", OPGD: "reg", LDA: "n_components", SelectiveNB: "averaging"}.get(type(est), "gamma")
     with pytest.raises(ValueError, match=bad_param):
         type(est)(**{bad_param: -1.0}).fit(X, y)
-
-
-def test_registry_names_every_method_with_a_usable_grid():
-    from sklearn.model_selection import ParameterGrid
-
-    assert {"OPNB", "OPNB-journal", "NB", "KDDA", "LDA", "RDA", "QDA", "SVM", "GaussianNB", "CategoricalNB",
-            "MultinomialNB"} <= set(METHODS)
-    assert METHODS["SVM"].grid(10)["gamma"][0] == 2.0 ** -15 and METHODS["SVM"].grid(10)["C"][-1] == 2.0 ** 15
-    assert METHODS["OPNB-journal"].grid(30)["ndim"] == list(range(1, 21))
-    for m in METHODS.values():
-        est = m.make()
-        for params in list(ParameterGrid(m.grid(5)))[:3]:
-            est.set_params(**params)
-        assert m.source
 
 
 @pytest.mark.parametrize("m", [1, 2])
@@ -219,41 +207,171 @@ def test_ccica_is_the_direct_computation():
         CCICA(n_components=5).fit(X, y)
 
 
-@pytest.mark.parametrize("reg", [0.0, 0.05])
-def test_opgd_gradient_matches_finite_differences(reg):
+@pytest.mark.parametrize("covariance", ["diagonal", "full"])
+def test_opgd_gradient_matches_finite_differences(covariance):
     from helpers import central_difference
 
-    from pyopnb.comparators._opgd import _class_moments, opgd_objective
+    from pyopnb.comparators._opgd import class_covariances, opgd_objective
 
     X, y = data(n=120, d=5, binary=0)
-    K = 3
-    means, covs = _class_moments(X, y, K)
+    means, covs = class_covariances(X, y, 3, lam=0.2)
     logp = np.log(np.bincount(y) / y.size)
     V = np.random.default_rng(1).normal(size=(5, 2))
-    f, g = opgd_objective(V, X, y, logp, means, covs, reg)
-    num = central_difference(lambda W: opgd_objective(W, X, y, logp, means, covs, reg, False)[0], V, 1e-6)
-    np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
-    if reg == 0:
-        # without the ridge the value depends on V's column space only
-        A = np.array([[2.0, 0.5], [-1.0, 3.0]])
-        assert opgd_objective(V @ A, X, y, logp, means, covs, 0.0, False)[0] == pytest.approx(f, rel=1e-10)
+    f, g = opgd_objective(V, X, y, logp, means, covs, covariance)
+    num = central_difference(lambda W: opgd_objective(W, X, y, logp, means, covs, covariance, False)[0], V, 1e-6)
+    np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-7)
+    # the value depends on each column's direction only, not its length (either form);
+    # the full form also ignores any invertible mixing of the columns, the diagonal form does not
+    assert opgd_objective(V * [3.0, -0.5], X, y, logp, means, covs, covariance, False)[0] == pytest.approx(f, rel=1e-12)
+    mixed = opgd_objective(V @ np.array([[2.0, 0.5], [-1.0, 3.0]]), X, y, logp, means, covs, covariance, False)[0]
+    assert (mixed == pytest.approx(f, rel=1e-10)) == (covariance == "full")
 
 
-def test_opgd_fit_improves_on_its_start_and_full_rank_is_qda():
-    from pyopnb.formulation import lda_start
+def test_opgd_objective_is_the_sum_of_log_posteriors_with_diagonal_gaussians():
+    from scipy.stats import norm
 
-    X, y = data(n=300, d=4, binary=0)
-    est = OPGD(ndim=2).fit(X, y)
-    Xs = (X - est.centre_) * est.scale_
-    from pyopnb.comparators._opgd import _class_moments, opgd_objective
+    from pyopnb.comparators._opgd import class_covariances, opgd_objective
 
-    means, covs = _class_moments(Xs, y, 3)
-    start = opgd_objective(lda_start(Xs, y, 3, 2), Xs, y, est.class_log_prior_, means, covs, 0.0, False)[0]
-    assert est.objective_ > start
-    np.testing.assert_allclose(est.transform(X), (X - est.centre_) @ est.projection_)
-    # ndim = p: every projection gives the same Gaussian posteriors as QDA (maximum-likelihood covariances)
-    full = OPGD(ndim=4).fit(X, y)
-    np.testing.assert_allclose(full.predict_proba(X), RDA(lam=1.0, reg=0.0).fit(X, y).predict_proba(X), atol=1e-8)
+    X, y = data(n=80, d=3, binary=0)
+    means, covs = class_covariances(X, y, 3)
+    np.testing.assert_allclose(covs[1], np.cov(X[y == 1], rowvar=False))  # divisor n_k - 1, as R's cov
+    V = np.random.default_rng(2).normal(size=(3, 2))
+    logp = np.log(np.bincount(y) / y.size)
+    joint = np.column_stack([logp[k] + sum(norm.logpdf(X @ V[:, j], means[k] @ V[:, j],
+                                                        np.sqrt(V[:, j] @ covs[k] @ V[:, j])) for j in range(2))
+                             for k in range(3)])
+    want = np.sum(joint[np.arange(80), y] - logsumexp(joint, axis=1))
+    assert opgd_objective(V, X, y, logp, means, covs, gradient=False)[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_opgd_fit_start_order_and_staged_predictions():
+    from pyopnb.comparators._opgd import class_covariances, opgd_objective, opgd_start
+
+    X, y = data(n=300, d=5, K=4, binary=0)
+    est = OPGD().fit(X, y)
+    assert est.V_.shape == (5, 3)  # K - 1 columns by default, as the authors' package
+    means, covs = class_covariances(X, y, 4)
+    logp = est.class_log_prior_
+    start = opgd_start(X, y, 4, 3)
+    np.testing.assert_allclose(np.sum(start ** 2, axis=0), 1.0)
+    f0 = opgd_objective(start, X, y, logp, means, covs, gradient=False)[0]
+    assert est.objective_ > f0
+    assert est.objective_ == pytest.approx(opgd_objective(est.V_, X, y, logp, means, covs, gradient=False)[0],
+                                           rel=1e-12)
+    # greedy order: the first column alone scores best of all columns alone, the first two best of pairs with it
+    alone = [opgd_objective(est.V_[:, [j]], X, y, logp, means, covs, gradient=False)[0] for j in range(3)]
+    assert int(np.argmax(alone)) == 0
+    pairs = [opgd_objective(est.V_[:, [0, j]], X, y, logp, means, covs, gradient=False)[0] for j in (1, 2)]
+    assert pairs[0] >= pairs[1]
+    np.testing.assert_allclose(est.transform(X), X @ est.V_)
+    staged = list(est.staged_predict(X))
+    assert len(staged) == 3
+    np.testing.assert_array_equal(staged[-1], est.predict(X))
+    # the first column as a model of its own: diagonal Gaussians on z = X V_1
+    one = OPGD(ndim=3).fit(X, y)
+    one.V_ = est.V_[:, :1]
+    np.testing.assert_array_equal(staged[0], one.predict(X))
+    # V0 is where L-BFGS-B begins: the authors' start given is the default fit
+    np.testing.assert_array_equal(OPGD(ndim=2, V0=start[:, :2]).fit(X, y).V_, OPGD(ndim=2).fit(X, y).V_)
+
+
+def test_opgd_errors_and_the_ridge():
+    X, y = data(n=60, d=4, binary=0)
+    with pytest.raises(ValueError, match=r"ndim must be an integer from 1 to the number of features \(4\)"):
+        OPGD(ndim=5).fit(X, y)
+    with pytest.raises(ValueError, match="covariance must be 'diagonal'"):
+        OPGD(covariance="spherical").fit(X, y)
+    with pytest.raises(ValueError, match=r"V0 must be a finite \(4, 2\) matrix"):
+        OPGD(V0=np.ones((3, 2))).fit(X, y)
+    with pytest.raises(ValueError, match=r"lam must be in \[0, 1\]"):
+        OPGD(lam=2).fit(X, y)
+    # a column constant within a class: the authors' OPGD cannot start on it, the ridge (the study's) can
+    flat = X.copy()
+    flat[y == 0, 2] = 1.0
+    e2 = np.eye(4)[:, [2]]
+    with pytest.raises(ValueError, match="at the start, a class has zero variance on the projection.*reg > 0"):
+        OPGD(ndim=1, V0=e2).fit(flat, y)
+    p = OPGD(ndim=1, V0=e2, reg=1e-6).fit(flat, y).predict_proba(flat)
+    assert np.all(np.isfinite(p))
+
+
+def test_opgd_keeps_the_last_iterate_where_the_objective_becomes_undefined():
+    """Separated classes: the start's posteriors are all 1, its gradient
+    vanishes and the line search's first step leaves the objective undefined
+    (R's optim stops with an error); the start is kept, with a warning."""
+    from pyopnb import ConvergenceWarning
+
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=30, random_state=0, cluster_std=0.1)
+    with pytest.warns(ConvergenceWarning, match="objective is undefined.*last iterate is kept"):
+        est = OPGD(reg=1e-6).fit(X, y)
+    assert est.convergence_ == 52 and est.score(X, y) == 1.0
+
+
+def test_lda_is_scikit_learn_s_on_all_directions_and_reduced_rank_on_fewer():
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    X, y = data(n=200, d=5, K=4, binary=0)
+    Xte, _ = data(seed=7, n=50, d=5, K=4, binary=0)
+    ours = LDA().fit(X, y)
+    sk = LinearDiscriminantAnalysis(solver="eigen").fit(X, y)  # its pooled covariance is the ML one
+    np.testing.assert_allclose(ours.predict_proba(Xte), sk.predict_proba(Xte), atol=1e-10)
+    # the directions: unit within-class variance, class means as their projections
+    Z = ours.transform(X)
+    R = Z - ours.means_[y]
+    np.testing.assert_allclose(R.T @ R / 200, np.eye(3), atol=1e-10)
+    # one direction: nearest projected class mean, with the priors
+    one = LDA(n_components=1).fit(X, y)
+    z = one.transform(Xte)[:, 0]
+    joint = np.log(np.bincount(y) / 200) - 0.5 * (z[:, None] - one.means_[:, 0][None, :]) ** 2
+    np.testing.assert_array_equal(one.predict(Xte), np.argmax(joint, axis=1))
+    staged = list(ours.staged_predict(Xte))
+    np.testing.assert_array_equal(staged[0], one.predict(Xte))
+    np.testing.assert_array_equal(staged[-1], ours.predict(Xte))
+    with pytest.raises(ValueError, match=r"n_components must be an integer from 1 to min\(n_features, n_classes - 1\) = 3"):
+        LDA(n_components=4).fit(X, y)
+
+
+def test_lda_never_fails_on_a_singular_pooled_covariance():
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1, 2], 10)
+    X = rng.normal(size=(30, 60))
+    X[:, :3] += 3 * np.eye(3)[y]
+    X[:, 10] = X[:, 11] * 2 + 1  # collinear
+    X[:, 12] = 5.0  # constant
+    est = LDA().fit(X, y)
+    assert est.score(X, y) >= 0.8 and np.all(np.isfinite(est.predict_proba(X)))
+    # classes that do not differ at all: every row gets the commonest class
+    yy = np.r_[np.zeros(12, int), np.ones(8, int)]
+    same = np.tile(rng.normal(size=(4, 3)), (5, 1))
+    np.testing.assert_array_equal(LDA().fit(same, yy).predict(same[:3]), [0, 0, 0])
+
+
+def test_kernel_nb_with_the_one_hot_mask_is_close_to_categorical_nb():
+    """Ordinal columns of 5 levels, one-hot encoded, noised and scaled as the
+    study does: with the mask, NB's alpha smooths the binary columns (as a
+    Laplace adjustment would) and its error is close to CategoricalNB's on
+    the raw levels; without it the binary columns get bandwidths sized to
+    the noise."""
+    from sklearn.naive_bayes import CategoricalNB
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(12)
+    n, d, K = 1500, 6, 3
+    y = rng.integers(0, K, n)
+    levels = np.clip(np.round(rng.integers(0, 5, size=(K, d))[y] + rng.normal(size=(n, d))), 0, 4).astype(int)
+    onehot = OneHotEncoder(drop="first", sparse_output=False).fit_transform(levels)
+    noisy = onehot + rng.normal(scale=0.01 * onehot.std(axis=0), size=onehot.shape)
+    tr, te = np.arange(1000), np.arange(1000, n)
+    Xs = noisy / noisy[tr].std(axis=0, ddof=1)
+    cat = 1 - CategoricalNB().fit(levels[tr], y[tr]).score(levels[te], y[te])
+    mask = np.ones(onehot.shape[1], dtype=bool)
+    for alpha in (0.1, 0.3, 0.5):
+        nb = 1 - KernelNB(alpha=alpha, binary=mask).fit(Xs[tr], y[tr]).score(Xs[te], y[te])
+        assert nb - cat < 0.04, alpha
+    blind = 1 - KernelNB(alpha=0.3).fit(Xs[tr], y[tr]).score(Xs[te], y[te])
+    assert blind - cat > 0.1
 
 
 def _modl_cost(x, y, J, cuts):

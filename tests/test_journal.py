@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from pyopnb import opnb_journal, predict
 from pyopnb.datasets import load_pima
-from pyopnb.formulation import journal_bandwidths, lda_start, within_between
+from pyopnb.discriminant import lda_start, within_between
+from pyopnb.formulation import journal_bandwidths
 from pyopnb.formulation import r_standardise
 from pyopnb.objective import df_NB_normalised, f_NB_normalised
 

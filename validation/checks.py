@@ -4,7 +4,8 @@ Three sources of truth:
 ``recorded``  outputs of the real R packages saved in fixtures/ (always runs);
 ``base R``    R itself through rpy2, no OPNB needed (eigen, sd, factor, optim);
 ``live``      R's FKSUM and OPNB through rpy2, on the fixtures' inputs and on
-              seeded random cases generated here.
+              seeded random cases generated here; the authors' OPGD package
+              against the OPGD comparator (checks_opgd.py).
 
 Each check returns Results (what, source, max abs and rel difference,
 tolerance, verdict); pytest (test_checks.py) asserts them and
@@ -849,6 +850,9 @@ def _r_predicts(m, d):
 
 
 _register_recorded()
+
+# OPGD's checks live in their own module and register themselves here
+from validation import checks_opgd  # noqa: E402,F401
 
 
 def run_all(select: Optional[str] = None) -> List[Dict]:

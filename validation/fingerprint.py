@@ -48,7 +48,8 @@ def items() -> List[Tuple[str, Callable[[], Any]]]:
     from pyopnb import OPNB, OPNB_CV_lam, opnb_journal, opnb_journal_cv, predict
     from pyopnb.datasets import load_pima
     from pyopnb.estimator import OPNBClassifier
-    from pyopnb.formulation import _start, lda_start, r_standardise
+    from pyopnb.discriminant import lda_start
+    from pyopnb.formulation import _start, r_standardise
     from pyopnb.objective import f_NB_normalised, df_NB_normalised, objective_and_gradient
 
     pima = load_pima()

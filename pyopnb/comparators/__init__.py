@@ -2,19 +2,34 @@
 
 ``KernelNB`` (naive Bayes with kernel density marginals), ``CCICA``
 (class-conditional ICA with kernel naive Bayes), ``KDDA`` (kernel density
-discriminant analysis), ``RDA`` (regularised discriminant analysis) and
-``OPGD`` (optimal projections for Gaussian discriminants) and ``SelectiveNB``
-(Boulle's selective naive Bayes with MODL preprocessing and model averaging)
-are implemented here; LDA, QDA, the SVM and scikit-learn's naive
-Bayes classifiers are used as they are. ``METHODS`` names every one with the
-papers' parameter grid (see :class:`Method`).
+discriminant analysis), ``LDA`` (linear discriminant analysis on a chosen
+number of discriminant directions), ``RDA`` (regularised discriminant
+analysis), ``OPGD`` (optimal projections for Gaussian discriminants, as its
+authors' R package) and ``SelectiveNB`` (Boulle's selective naive Bayes with
+MODL preprocessing and model averaging). QDA, the SVM and scikit-learn's
+naive Bayes classifiers are used as they are. The study's list of methods
+with their grids is :data:`pyopnb.study.methods.METHODS`.
 """
+from typing import Any
+
 from ._ccica import CCICA
 from ._kdda import KDDA
 from ._kernel_nb import KernelNB
+from ._lda import LDA
 from ._opgd import OPGD
 from ._rda import RDA
 from ._snb import SelectiveNB
-from ._registry import METHODS, Method
 
-__all__ = ["KernelNB", "CCICA", "KDDA", "RDA", "OPGD", "SelectiveNB", "METHODS", "Method"]
+__all__ = ["KernelNB", "CCICA", "KDDA", "LDA", "RDA", "OPGD", "SelectiveNB"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("METHODS", "Method"):
+        import warnings
+
+        from ..study import methods
+
+        warnings.warn(f"pyopnb.comparators.{name} moved to pyopnb.study.methods.{name}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(methods, name)
+    raise AttributeError(f"module 'pyopnb.comparators' has no attribute {name!r}")

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any, Tuple
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import as_positive_scalar, fit_data
-from .._validation import label_text
+from .._validation import as_positive_scalar, fit_data, label_text
+from ..naive_bayes import posteriors
 
 
 def binary_columns(X: np.ndarray, binary: Any) -> np.ndarray:
@@ -56,19 +55,21 @@ class ClassDensityClassifier(ClassifierMixin, BaseEstimator):
         self._fit_densities(X, codes)
         return self
 
-    def _joint_log(self, X: Any) -> np.ndarray:
+    def _validated(self, X: Any) -> np.ndarray:
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _joint_log(self, X: Any) -> np.ndarray:
+        X = self._validated(X)
         return self.class_log_prior_ + self._log_densities(X)
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Log posteriors, columns in ``classes_`` order."""
-        j = self._joint_log(X)
-        return j - logsumexp(j, axis=1, keepdims=True)
+        return posteriors(self._joint_log(X))[0]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Posteriors, columns in ``classes_`` order; rows sum to 1."""
-        return np.exp(self.predict_log_proba(X))
+        return posteriors(self._joint_log(X))[1]
 
     def predict(self, X: Any) -> np.ndarray:
         """The class of largest posterior (the first on ties)."""

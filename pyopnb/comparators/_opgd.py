@@ -1,193 +1,316 @@
-"""Optimal projections for Gaussian discriminants."""
+"""Optimal projections for Gaussian discriminants (OPGD), as its authors' R
+package defines it."""
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+import warnings
+from typing import Any, Iterator, Optional, Tuple
 
 import numpy as np
 import scipy.linalg
-from scipy.optimize import minimize
 from scipy.special import logsumexp
-
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
+from .. import _lbfgsb
+from .._validation import check_maxit, label_text
+from ..exceptions import ConvergenceWarning
+from ..formulation import greedy_order
 from ._base import ClassDensityClassifier
-from .._validation import label_text
 
-_LBFGS = dict(maxcor=5, maxiter=100, ftol=1e7 * np.finfo(float).eps, gtol=0.0)
+__all__ = ["OPGD", "opgd_objective", "opgd_start", "class_covariances"]
+
+COVARIANCES = ("diagonal", "full")
+# the authors' ridge in their start, eigen(solve(Sw + 1e-5 I) Sb + 1e-5 cov(X))
+_START_RIDGE = 1e-5
 
 
-def _class_moments(X: np.ndarray, codes: np.ndarray, K: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Class means [K, p] and maximum-likelihood covariances [K, p, p]."""
+def class_covariances(X: np.ndarray, codes: np.ndarray, K: int, lam: float = 0.0) -> Tuple[np.ndarray, np.ndarray]:
+    """(class means [K, p], class covariances [K, p, p]) as the authors'
+    ``OPGD``: S_k = (1 - lam) cov(X_k) + lam cov(X - M), with R's ``cov``
+    (divisor n_k - 1) and M each row's class mean."""
+    p = X.shape[1]
     means = np.array([X[codes == k].mean(axis=0) for k in range(K)])
-    covs = np.empty((K, X.shape[1], X.shape[1]))
+    pooled = _cov(X - means[codes]) if lam > 0 else 0.0
+    covs = np.empty((K, p, p))
     for k in range(K):
-        R = X[codes == k] - means[k]
-        covs[k] = R.T @ R / R.shape[0]
+        covs[k] = (1.0 - lam) * _cov(X[codes == k]) + lam * pooled
     return means, covs
 
 
-def _projected(V: np.ndarray, means: np.ndarray, covs: np.ndarray, reg: float):
-    """Projected means [K, q], covariances V' Sigma_k V (+ the ridge) and their Cholesky factors."""
-    q = V.shape[1]
-    M = means @ V
-    S = np.einsum("pi,kpr,rj->kij", V, covs, V)
-    if reg > 0:
-        S = S + reg * (np.trace(S, axis1=1, axis2=2) / q)[:, None, None] * np.eye(q)
-    return M, S, np.array([scipy.linalg.cholesky(Sk, lower=True) for Sk in S])
+def _cov(X: np.ndarray) -> np.ndarray:
+    """R's cov (divisor n - 1); NaN for one row, as R's NA."""
+    if X.shape[0] < 2:
+        return np.full((X.shape[1], X.shape[1]), np.nan)
+    return np.atleast_2d(np.cov(X, rowvar=False))
+
+
+def opgd_start(X: np.ndarray, codes: np.ndarray, K: int, ndim: int) -> np.ndarray:
+    """The authors' start: the leading ``ndim`` eigenvectors (by the modulus
+    of their eigenvalue, as R's ``eigen`` orders them) of
+    solve(Sw + 1e-5 I) Sb + 1e-5 cov(X), with Sw = cov(X - M) and
+    Sb = cov(X) - Sw. The matrix is not symmetric; where its leading
+    eigenvalues are complex (R's ``optim`` would then refuse the start) the
+    real parts are taken, at unit norm."""
+    d = X.shape[1]
+    means = np.array([X[codes == k].mean(axis=0) for k in range(K)])
+    total = _cov(X)
+    Sw = _cov(X - means[codes])
+    A = np.linalg.inv(Sw + _START_RIDGE * np.eye(d)) @ (total - Sw) + _START_RIDGE * total
+    vals, vecs = np.linalg.eig(A)
+    order = np.argsort(-np.abs(vals), kind="stable")[:ndim]
+    V = np.real(vecs[:, order])
+    norms = np.sqrt(np.sum(V * V, axis=0))
+    if np.any(~(norms > 0)):
+        raise ValueError("the start's eigenvectors are complex with no real part; give V0")
+    return np.ascontiguousarray(V / norms)
+
+
+def _projected_variances(V: np.ndarray, covs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(S_k V [K, p, q], diag(V' S_k V) [K, q])."""
+    SV = np.einsum("kpr,rq->kpq", covs, V)
+    return SV, np.einsum("pq,kpq->kq", V, SV)
+
+
+def _diagonal_terms(Z: np.ndarray, M: np.ndarray, s: np.ndarray, log_prior: np.ndarray) -> np.ndarray:
+    """[n, K]: log pi_k + the log Gaussian density of z_i with mean M_k and
+    variances s_k, less the (2 pi)^(q/2) that every class shares."""
+    out = np.empty((Z.shape[0], M.shape[0]))
+    for k in range(M.shape[0]):
+        D = Z - M[k]
+        out[:, k] = log_prior[k] - 0.5 * np.sum(np.log(s[k])) - 0.5 * np.sum(D * D / s[k], axis=1)
+    return out
+
+
+def _full_terms(Z: np.ndarray, M: np.ndarray, S: np.ndarray, log_prior: np.ndarray):
+    """[n, K] as :func:`_diagonal_terms` with full covariances S_k [K, q, q],
+    and their Cholesky factors."""
+    out = np.empty((Z.shape[0], M.shape[0]))
+    L = np.array([scipy.linalg.cholesky(S[k], lower=True) for k in range(S.shape[0])])
+    for k in range(M.shape[0]):
+        W = scipy.linalg.solve_triangular(L[k], (Z - M[k]).T, lower=True)
+        out[:, k] = log_prior[k] - np.sum(np.log(np.diag(L[k]))) - 0.5 * np.sum(W * W, axis=0)
+    return out, L
 
 
 def opgd_objective(V: np.ndarray, X: np.ndarray, codes: np.ndarray, log_prior: np.ndarray, means: np.ndarray,
-                   covs: np.ndarray, reg: float = 0.0, gradient: bool = True):
-    """The mean log-likelihood (1/n) sum_i log P(y_i | z_i) of Gaussian class
-    densities on Z = X V (class k: mean V' mu_k, covariance V' Sigma_k V), and
-    its p x q gradient in V.
+                   covs: np.ndarray, covariance: str = "diagonal", gradient: bool = True):
+    """The authors' objective (``fnb_G_2``): the sum over the rows of
+    log P(y_i | z_i), z_i = V' x_i, under Gaussian class densities with means
+    V' mu_k and covariances diag(V' S_k V) (``covariance="full"``: V' S_k V),
+    and its p x q gradient in V (their ``dfnb_G_2``).
 
-    With a_ik = log pi_k + log N(z_i; V' mu_k, S_k), c_ik = 1{y_i = k} - P_ik,
-    r_ik = x_i - mu_k and u_ik = S_k^-1 V' r_ik:
-    d a_ik / dV = -Sigma_k V S_k^-1 - r_ik u_ik' + Sigma_k V u_ik u_ik',
-    so dl/dV = (1/n) sum_k [-(sum_i c_ik) Sigma_k V S_k^-1 - R_k' (c_k * U_k) + Sigma_k V U_k' (c_k * U_k)]
-    (with the ridge, S_k's derivative gains reg/q tr(dS_k) I, added below).
+    Computed in log space (a log-sum-exp over the classes), where R
+    multiplies densities and replaces a total of 0 by the smallest double;
+    the two agree wherever R's densities do not underflow. A variance that is
+    not positive raises ValueError.
+
+    Diagonal gradient, with r_ijk = z_ij - V_j' mu_k, s_kj = V_j' S_k V_j and
+    c_ik = 1{y_i = k} - P_ik: column j is
+    sum_k [-(S_k V_j / s_kj) sum_i c_ik (1 - r_ijk^2 / s_kj) - sum_i c_ik (r_ijk / s_kj) (x_i - mu_k)].
     """
-    n, q = X.shape[0], V.shape[1]
+    n = X.shape[0]
     K = log_prior.size
-    M, S, L = _projected(V, means, covs, reg)
     Z = X @ V
-    a = np.empty((n, K))
-    U = []
-    for k in range(K):
-        D = Z - M[k]
-        W = scipy.linalg.solve_triangular(L[k], D.T, lower=True)  # L^-1 d
-        a[:, k] = log_prior[k] - 0.5 * np.sum(W * W, axis=0) - np.sum(np.log(np.diag(L[k]))) \
-            - 0.5 * q * np.log(2 * np.pi)
-        if gradient:
-            U.append(scipy.linalg.solve_triangular(L[k].T, W, lower=False).T)  # S^-1 d, [n, q]
+    M = means @ V
+    SV, s = _projected_variances(V, covs)
+    rows = np.arange(n)
+    if covariance == "diagonal":
+        if not np.all(s > 0):
+            raise ValueError("a class has zero variance on the projection")
+        a = _diagonal_terms(Z, M, s, log_prior)
+    else:
+        Sq = np.einsum("pi,kpj->kij", V, SV)
+        try:
+            a, L = _full_terms(Z, M, Sq, log_prior)
+        except np.linalg.LinAlgError:
+            raise ValueError("a class covariance of the projection is singular") from None
     lse = logsumexp(a, axis=1)
-    value = float(np.mean(a[np.arange(n), codes] - lse))
+    value = float(np.sum(a[rows, codes]) - np.sum(lse))
     if not gradient:
         return value, None
-    P = np.exp(a - lse[:, None])
-    C = -P
-    C[np.arange(n), codes] += 1.0
+    C = -np.exp(a - lse[:, None])
+    C[rows, codes] += 1.0
+    W = np.zeros_like(Z)
     G = np.zeros_like(V)
     for k in range(K):
         ck = C[:, k]
-        Uk = U[k]
-        Sinv = scipy.linalg.cho_solve((L[k], True), np.eye(q))
-        SV = covs[k] @ V
-        CU = ck[:, None] * Uk
-        # dS-adjoint: the matrix B with d(sum_i c_ik a_ik) = tr(B dS_k) + the mean term
-        B = -0.5 * ck.sum() * Sinv + 0.5 * (Uk.T @ CU)
-        if reg > 0:
-            B = B + (reg / q) * np.trace(B) * np.eye(q)
-        R = X - means[k]
-        G += -(R.T @ CU) + 2.0 * SV @ B
-    return value, G / n
+        D = Z - M[k]
+        if covariance == "diagonal":
+            U = D / s[k]
+            Wk = ck[:, None] * U
+            b = ck.sum() - np.sum(Wk * D, axis=0)  # sum_i c_ik (1 - r^2 / s)
+            G -= SV[k] * (b / s[k])
+        else:
+            U = scipy.linalg.cho_solve((L[k], True), D.T).T  # S^-1 r, [n, q]
+            Wk = ck[:, None] * U
+            Sinv = scipy.linalg.cho_solve((L[k], True), np.eye(V.shape[1]))
+            # d/dS of sum_i c_ik a_ik, then through S = V' S_k V
+            B = -0.5 * ck.sum() * Sinv + 0.5 * (U.T @ Wk)
+            G += 2.0 * SV[k] @ B
+        W += Wk
+        G += np.outer(means[k], Wk.sum(axis=0))
+    G -= X.T @ W
+    return value, G
 
 
 class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassifier):
-    """Optimal projections for Gaussian discriminants (the papers' OPGD).
+    """Optimal projections for Gaussian discriminants (Hofmeyr, Kamper and
+    Melonas), as the authors' R package ``OPGD`` defines it.
 
-    Gaussian class densities on the projected data Z = X V, their means and
-    (maximum-likelihood) covariances computed from Z inside the objective,
-    and V chosen to maximise the multinomial log-likelihood of the classes,
-    the objective OPNB maximises with kernel densities. L-BFGS-B (as OPNB's
-    fit: memory 5, at most ``max_iter`` iterations) starts from LDA's
-    discriminant directions completed by principal components (the journal
-    paper's start, :func:`pyopnb.formulation.lda_start`); the papers tune
-    ``ndim`` over 1..min(p, 20).
+    Gaussian class densities on the projection z = V' x with means V' mu_k
+    and the diagonal variances diag(V' S_k V), S_k the class's covariance
+    (R's ``cov``, divisor n_k - 1; ``lam`` shrinks it towards the pooled
+    within-class covariance, the package's ``lambda``). V maximises the sum
+    over the training rows of log P(y_i | z_i) (:func:`opgd_objective`) by
+    L-BFGS-B with R's defaults (pyopnb's port of R's ``optim``), from the
+    authors' start (:func:`opgd_start`) or ``V0``. The fitted columns are
+    then put in greedy order: each next column is the one that, added to
+    those chosen, gives the largest objective. Nothing is centred, scaled or
+    orthonormalised, as in R; ``transform`` gives X V.
 
-    What this follows: the OPNB journal paper's description of OPGD (section
-    4.2 item 6: "a Gaussian discriminant model fit to an optimal projection
-    of the data, as determined by the same multinomial likelihood objective")
-    and the abstract of Hofmeyr, Kamper and Melonas, "Optimal projections for
-    Gaussian discriminants" (Advances in Data Analysis and Classification 17,
-    2023; arXiv 2004.03294), which was found but whose body could not be read
-    here: its parametrisation or start may differ from this one. The
-    objective depends on V only through its column space (an invertible
-    change of coordinates of Z changes every class density by the same
-    Jacobian), so the fitted V is returned with orthonormal columns.
+    Where this differs from the package: the objective is computed in log
+    space (R's densities can underflow to 0 far from every class, where R
+    substitutes the smallest double); ``ndim = 1`` works (R's column
+    ordering fails on one column, so R's OPGD cannot fit one, nor two
+    classes by default); ``reg`` is ours. ``covariance="full"`` uses the
+    full V' S_k V, a variant of ours (QDA on the projection).
+
+    Linear algebra goes through numpy and SciPy (LAPACK's nonsymmetric
+    eigensolver for the start), so unlike OPNB's results these may move in
+    their last bits with the BLAS kernel.
 
     Parameters
     ----------
     ndim : int or None
-        Projection columns, 1..p; None: min(p, 20).
+        Projection columns, 1..p; None: K - 1 (at most p), the package's default.
+    V0 : array (p, ndim) or None
+        The start; None: the authors' (:func:`opgd_start`).
+    lam : float in [0, 1]
+        Shrinkage of each class covariance towards the pooled one (0, the package's default).
+    covariance : {"diagonal", "full"}
+        The projected class covariances: their diagonal (the authors') or in full.
     reg : float >= 0
-        A ridge on each projected covariance, reg x (its mean variance), for
-        classes with fewer rows than ndim; 0 by default (such a class is then
-        an error naming it).
-    max_iter : int
-        L-BFGS-B iterations at most; ``n_iter_`` says how many ran (at least 1).
+        Adds reg x (mean of its diagonal) to each S_k's diagonal, so that a
+        class with fewer rows than features keeps positive variances
+        (0: none, as the package; the study uses 1e-6).
+    maxit : int
+        L-BFGS-B's iteration limit (R's optim ``maxit``, 100). Reaching it, or
+        a failed line search, warns (:class:`pyopnb.ConvergenceWarning`);
+        where a trial point leaves the objective undefined (a projected
+        variance of 0), R's optim stops with an error and this keeps the
+        last iterate, with a warning and code 52.
+
+    Attributes
+    ----------
+    V_ : (p, ndim) the projection, columns in greedy order.
+    means_, covariances_ : the class means and the S_k.
+    objective_ : the objective at V_. convergence_ : R's optim code.
+    n_iter_ : L-BFGS-B iterations.
     """
 
-    def __init__(self, ndim: Optional[int] = None, reg: float = 0.0, max_iter: int = 100):
+    def __init__(self, ndim: Optional[int] = None, V0: Any = None, lam: float = 0.0, covariance: str = "diagonal",
+                 reg: float = 0.0, maxit: int = 100):
         self.ndim = ndim
+        self.V0 = V0
+        self.lam = lam
+        self.covariance = covariance
         self.reg = reg
-        self.max_iter = max_iter
+        self.maxit = maxit
 
     def _fit_densities(self, X: np.ndarray, codes: np.ndarray) -> None:
-        from ..formulation import lda_start
-
-        p = X.shape[1]
-        q = min(p, 20) if self.ndim is None else int(self.ndim)
-        if not 1 <= q <= p:
-            raise ValueError(f"ndim must be from 1 to the number of features ({p}), got {label_text(self.ndim)}")
-        reg = float(self.reg)
-        if not (np.isfinite(reg) and reg >= 0):
-            raise ValueError(f"reg must be a finite number >= 0, got {label_text(self.reg)}")
-        K = self.classes_.size
-        # centre and scale for the optimiser's sake (the objective does not care)
-        self.centre_ = X.mean(axis=0)
-        sd = X.std(axis=0)
-        self.scale_ = np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0)
-        Xs = (X - self.centre_) * self.scale_
-        means, covs = _class_moments(Xs, codes, K)
-        V0 = lda_start(Xs, codes, K, q)
-        self._check_definite(V0, means, covs, reg)
+        p, K = X.shape[1], self.classes_.size
+        q = self._check_params(p, K)
+        means, covs = class_covariances(X, codes, K, float(self.lam))
+        if not np.all(np.isfinite(covs)):
+            small = [label_text(c) for c, m in zip(self.classes_, self.class_count_) if m < 2]
+            raise ValueError(f"classes with one row have no covariance: {', '.join(small)}")
+        if self.reg > 0:
+            covs = covs + float(self.reg) * (np.trace(covs, axis1=1, axis2=2) / p)[:, None, None] * np.eye(p)
+        V0 = opgd_start(X, codes, K, q) if self.V0 is None else self._given_start(p, q)
+        logp = self.class_log_prior_
+        cov = self.covariance
 
         def fg(v: np.ndarray):
-            V = v.reshape(p, q)
-            try:
-                f, g = opgd_objective(V, Xs, codes, self.class_log_prior_, means, covs, reg)
-            except (np.linalg.LinAlgError, ValueError):
-                return np.inf, np.zeros_like(v)
-            return -f, -g.ravel()
+            f, g = opgd_objective(v.reshape(q, p).T, X, codes, logp, means, covs, cov)
+            return -f, -g.T.ravel()  # R's optim minimises -f (fnscale = -1); V column-major, as R stores it
 
-        res = minimize(fg, V0.ravel(), jac=True, method="L-BFGS-B",
-                       options={**_LBFGS, "maxiter": int(self.max_iter)})
-        V = res.x.reshape(p, q) if np.isfinite(res.fun) else V0
-        # scikit-learn's convention: at least 1 (a start already optimal stops L-BFGS-B at iteration 0)
-        self.n_iter_ = max(int(res.nit), 1)
-        Q, _ = np.linalg.qr(V)
-        self.projection_ = Q * self.scale_[:, None]  # Z = (X - centre_) @ projection_
-        self.objective_ = opgd_objective(Q, Xs, codes, self.class_log_prior_, means, covs, reg, False)[0]
-        Z = (X - self.centre_) @ self.projection_
-        self.means_, self.covariances_ = _class_moments(Z, codes, K)
-        self._reg = reg
+        maxit = check_maxit(self.maxit)
+        try:
+            fg(V0.T.ravel())
+        except ValueError as exc:
+            raise ValueError(f"OPGD: at the start, {exc}: give reg > 0 (e.g. reg=1e-6), lam > 0, a smaller ndim "
+                             f"or another V0") from None
+        last = {"x": V0.T.ravel(), "iterations": 0}
+
+        def keep(iteration, x, f, g):
+            last.update(x=x, iterations=iteration)
+
+        try:
+            res = _lbfgsb.minimize(fg, V0.T.ravel(), maxit=maxit, callback=keep)
+            v, code, fval, iterations = res["x"], res["convergence"], -float(res["f"]), res["iterations"]
+            note = {1: f"L-BFGS-B stopped at its iteration limit, maxit = {maxit}: give a larger maxit",
+                    52: "L-BFGS-B's line search failed"}.get(code, "")
+        except (ValueError, FloatingPointError) as exc:
+            # R's optim stops with an error here; the last iterate is a model all the same
+            v, code, iterations = last["x"], 52, last["iterations"]
+            fval = -fg(v)[0]
+            note = (f"L-BFGS-B's line search reached a projection where the objective is undefined ({exc}); "
+                    f"the last iterate is kept (R's optim stops with an error)")
+        if note:
+            warnings.warn(f"OPGD: {note} (convergence code {code})", ConvergenceWarning, stacklevel=3)
+        V = v.reshape(q, p).T
+
+        def score(chosen, j):
+            return opgd_objective(V[:, chosen + [j]], X, codes, logp, means, covs, cov, False)[0]
+
+        self.V_ = np.ascontiguousarray(V[:, greedy_order(q, score)])
+        self.means_, self.covariances_ = means, covs
+        self.objective_ = fval
+        self.convergence_ = int(code)
+        self.n_iter_ = int(iterations)
         self._n_features_out = q
 
-    def _check_definite(self, V, means, covs, reg) -> None:
-        try:
-            _projected(V, means, covs, reg)
-        except np.linalg.LinAlgError:
-            small = [str(c) for c, m in zip(self.classes_, self.class_count_) if m <= V.shape[1]]
-            raise ValueError(f"a class covariance of the projected data is singular (classes with at most "
-                             f"ndim = {V.shape[1]} rows: {small or 'none; collinear features?'}): give reg > 0 "
-                             f"or a smaller ndim") from None
+    def _check_params(self, p: int, K: int) -> int:
+        q = min(K - 1, p) if self.ndim is None else self.ndim
+        if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or not 1 <= q <= p:
+            raise ValueError(f"ndim must be an integer from 1 to the number of features ({p}), got "
+                             f"{label_text(self.ndim)}")
+        if self.covariance not in COVARIANCES:
+            raise ValueError(f"covariance must be 'diagonal' (the authors') or 'full', got {label_text(self.covariance)}")
+        lam, reg = float(self.lam), float(self.reg)
+        if not 0.0 <= lam <= 1.0:
+            raise ValueError(f"lam must be in [0, 1], got {label_text(self.lam)}")
+        if not (np.isfinite(reg) and reg >= 0):
+            raise ValueError(f"reg must be a finite number >= 0, got {label_text(self.reg)}")
+        return int(q)
+
+    def _given_start(self, p: int, q: int) -> np.ndarray:
+        V0 = np.asarray(self.V0, dtype=np.float64)
+        if V0.ndim == 1:
+            V0 = V0[:, None]
+        if V0.shape != (p, q) or not np.all(np.isfinite(V0)):
+            raise ValueError(f"V0 must be a finite ({p}, {q}) matrix (features x ndim), got shape {V0.shape}")
+        return V0
 
     def transform(self, X: Any) -> np.ndarray:
-        """The projection ``(X - centre_) @ projection_``."""
+        """The projection X V_ (not centred, as the package's)."""
         from sklearn.utils.validation import check_is_fitted, validate_data
 
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return (X - self.centre_) @ self.projection_
+        return validate_data(self, X, dtype=np.float64, reset=False) @ self.V_
 
-    def _log_densities(self, X: np.ndarray) -> np.ndarray:
-        Z = (X - self.centre_) @ self.projection_
-        q = Z.shape[1]
-        _, _, L = _projected(np.eye(q), self.means_, self.covariances_, self._reg)
-        out = np.empty((X.shape[0], self.classes_.size))
-        for k in range(self.classes_.size):
-            W = scipy.linalg.solve_triangular(L[k], (Z - self.means_[k]).T, lower=True)
-            out[:, k] = -0.5 * np.sum(W * W, axis=0) - np.sum(np.log(np.diag(L[k]))) - 0.5 * q * np.log(2 * np.pi)
-        return out
+    def _log_densities(self, X: np.ndarray, ndim: Optional[int] = None) -> np.ndarray:
+        V = self.V_ if ndim is None else self.V_[:, :ndim]
+        Z, M = X @ V, self.means_ @ V
+        SV, s = _projected_variances(V, self.covariances_)
+        zero = np.zeros(self.classes_.size)
+        if self.covariance == "diagonal":
+            return _diagonal_terms(Z, M, s, zero)
+        return _full_terms(Z, M, np.einsum("pi,kpj->kij", V, SV), zero)[0]
+
+    def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
+        """The classes predicted with the first m columns of V_, for m = 1,
+        ..., ndim: the greedy order makes each a model of its own, so one
+        fit serves every ndim (as :func:`pyopnb.opnb_journal_cv`'s path)."""
+        X = self._validated(X)
+        for m in range(1, self.V_.shape[1] + 1):
+            yield self.classes_[np.argmax(self.class_log_prior_ + self._log_densities(X, m), axis=1)]

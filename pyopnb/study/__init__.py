@@ -7,7 +7,7 @@ stored as they come (an interrupted run resumes), in parallel through joblib
 or on a Dask cluster, and writes the report.
 """
 from .data import available, load, preprocess
-from .protocol import DEFAULT_METHODS
+from .methods import DEFAULT_METHODS
 from .report import PAPER_TABLE1, write_report
 from .run import run_study
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from .protocol import DEFAULT_METHODS
+from .methods import DEFAULT_METHODS
 
 
 def build_parser(prog: str = "python -m pyopnb.study") -> argparse.ArgumentParser:

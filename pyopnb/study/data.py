@@ -60,7 +60,10 @@ def preprocess(X: Any, y: np.ndarray, seed: int) -> Tuple[np.ndarray, np.ndarray
     5. Gaussian noise of 1% of each covariate's sd added to it;
     6. more than 300 covariates: replaced by their first 300 principal components.
 
-    Returns (X, y, a summary of what each step did).
+    Returns (X, y, a summary of what each step did); the summary's
+    ``binary`` lists the columns that step 4 made (0/1 before the noise),
+    for the methods that treat binary columns apart (NB, KDDA); none after
+    step 6.
     """
     from sklearn.model_selection import train_test_split
 
@@ -82,14 +85,16 @@ def preprocess(X: Any, y: np.ndarray, seed: int) -> Tuple[np.ndarray, np.ndarray
     sd = X.std(axis=0, ddof=1) if X.shape[0] > 1 else np.zeros(X.shape[1])
     X = X[:, sd > 0]
     info["constant_dropped"] = int(np.sum(~(sd > 0)))
-    parts, onehot = [], 0
+    parts, binary, onehot = [], [], 0
     for j in range(X.shape[1]):
         values = np.unique(X[:, j])
         if values.size <= MAX_LEVELS:
             parts.append((X[:, j][:, None] == values[None, 1:]).astype(float))
+            binary += [True] * (values.size - 1)
             onehot += 1
         else:
             parts.append(X[:, [j]])
+            binary.append(False)
     X = np.hstack(parts) if parts else np.empty((X.shape[0], 0))
     info["one_hot_encoded"] = onehot
     X = X + rng.normal(size=X.shape) * (JITTER * X.std(axis=0, ddof=1))
@@ -98,7 +103,9 @@ def preprocess(X: Any, y: np.ndarray, seed: int) -> Tuple[np.ndarray, np.ndarray
         _, _, Vt = np.linalg.svd(Xc, full_matrices=False)
         X = Xc @ Vt[:MAX_COVARIATES].T
         info["principal_components"] = MAX_COVARIATES
-    info.update(rows=int(X.shape[0]), covariates=int(X.shape[1]), classes=int(np.unique(y).size))
+        binary = [False] * MAX_COVARIATES  # components mix every column
+    info.update(rows=int(X.shape[0]), covariates=int(X.shape[1]), classes=int(np.unique(y).size),
+                binary=[j for j, b in enumerate(binary) if b])
     if info["classes"] < 2:
         raise ValueError("fewer than two classes with at least 10 rows")
     return np.ascontiguousarray(X), y, info

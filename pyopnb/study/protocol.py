@@ -5,39 +5,27 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["DEFAULT_METHODS", "grid", "splits", "evaluate"]
+from .methods import DEFAULT_METHODS, METHODS
 
-# the papers' comparison (the journal paper's section 4.2), OPNB in both formulations
-DEFAULT_METHODS = ("OPNB", "OPNB-journal", "NB", "CCICA", "KDDA", "LDA", "RDA", "OPGD", "SVM", "SelectiveNB")
+__all__ = ["DEFAULT_METHODS", "PROTOCOL", "grid", "splits", "evaluate", "path_search"]
+
 TEST_SIZE = 0.25
-
-# --quick: a few values of each grid, so that a run takes minutes, not days
-_QUICK = {
-    "OPNB": lambda p: {"lam": [1e-3, 1e-2]},
-    "OPNB-journal": lambda p: {"gamma": [0.5, 1.0, 2.0], "ndim": list(range(1, min(p, 3) + 1))},
-    "NB": lambda p: {"gamma": [0.5, 1.0, 2.0], "alpha": [0.3]},
-    "CCICA": lambda p: {"n_components": list(range(1, min(p, 2) + 1)), "gamma": [1.0]},
-    "KDDA": lambda p: {"gamma": [0.5, 1.0, 2.0], "alpha": [0.3]},
-    "RDA": lambda p: {"lam": [0.2, 0.6, 1.0]},
-    "OPGD": lambda p: {"ndim": list(range(1, min(p, 3) + 1))},
-    "SVM": lambda p: {"gamma": [2.0 ** -7, 2.0 ** -3, 2.0], "C": [0.5, 8.0, 128.0]},
-}
+# raised whenever a method, grid or step changes what a stored result means,
+# so that a store never mixes results of two protocols
+PROTOCOL = 2
 
 
-def grid(method: str, p: int, quick: bool) -> Dict[str, List[Any]]:
-    """The method's parameter grid for p covariates: the papers' (the
-    registry's), or the quick profile's."""
-    from ..comparators import METHODS
-
+def grid(method: str, p: int, K: int, quick: bool) -> Dict[str, List[Any]]:
+    """The method's parameter grid for p covariates and K classes: the
+    papers' or the quick profile's (:mod:`pyopnb.study.methods`)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-    if quick and method in _QUICK:
-        return _QUICK[method](p)
-    return METHODS[method].grid(p)
+    m = METHODS[method]
+    return m.quick(p, K) if quick else m.grid(p, K)
 
 
 def splits(y: np.ndarray, n_splits: int, n_folds: int, seed: int) -> List[Tuple[np.ndarray, np.ndarray, list]]:
@@ -63,48 +51,73 @@ def _scaled(X: np.ndarray, train: np.ndarray) -> np.ndarray:
 
 
 def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, inner: Sequence,
-             quick: bool) -> Dict[str, Any]:
+             quick: bool, binary: Optional[Sequence[int]] = None) -> Dict[str, Any]:
     """Tune ``method`` by CV over its grid on the training rows (folds
     ``inner``), refit on them with the best parameters, and return the test
     misclassification rate, the parameters, and the seconds it all took.
-    A method that cannot be fitted on these data (a singular covariance, say)
-    gives error NaN and the reason."""
+    ``binary``: the one-hot columns (for the methods that take them).
+    A method that cannot be fitted on these data gives error NaN and the
+    reason."""
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV
 
-    from ..comparators import METHODS
-
     t0 = time.perf_counter()
+    spec = METHODS[method]
     Xs = _scaled(X, train)
     Xtr, ytr, Xte, yte = Xs[train], y[train], Xs[test], y[test]
-    params = grid(method, X.shape[1], quick)
+    params = grid(method, X.shape[1], np.unique(ytr).size, quick)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if method == "OPNB-journal":
-                # one fit per gamma and fold (the greedy ndim path), on the same folds
-                from ..cv import opnb_journal_cv
-                from ..model import predict
-
-                cv = opnb_journal_cv(Xtr, ytr, [te for _, te in inner], gamma=params["gamma"],
-                                     ndim=params["ndim"])
-                pred = predict(cv["model"], Xte, log=True)["class"]
-                best = {"gamma": cv["gamma"], "ndim": cv["ndim"]}
+            est = spec.make()
+            if "threads" in est.get_params():
+                est.set_params(threads=1)  # the study's jobs are the parallelism
+            if spec.takes_binary:
+                mask = np.zeros(X.shape[1], dtype=bool)
+                mask[list(binary or [])] = True
+                est.set_params(binary=mask)
+            if spec.path and (quick or spec.path_in_full) and params.get(spec.path):
+                best = path_search(est, params, spec.path, Xtr, ytr, inner)
+            elif any(len(v) > 1 for v in params.values()):
+                gs = GridSearchCV(est, params, cv=list(inner), error_score=np.nan, refit=False).fit(Xtr, ytr)
+                if not np.isfinite(gs.best_score_):
+                    raise ValueError("every parameter setting failed in cross-validation")
+                best = gs.best_params_
             else:
-                est = clone(METHODS[method].make())
-                if "threads" in est.get_params():
-                    est.set_params(threads=1)  # the study's jobs are the parallelism
-                if any(len(v) > 1 for v in params.values()):
-                    gs = GridSearchCV(est, params, cv=list(inner), error_score=np.nan).fit(Xtr, ytr)
-                    if not np.isfinite(gs.best_score_):
-                        raise ValueError("every parameter setting failed in cross-validation")
-                    est, best = gs.best_estimator_, gs.best_params_
-                else:
-                    best = {k: v[0] for k, v in params.items()}
-                    est.set_params(**best).fit(Xtr, ytr)
-                pred = est.predict(Xte)
+                best = {k: v[0] for k, v in params.items()}
+            pred = clone(est).set_params(**best).fit(Xtr, ytr).predict(Xte)
         error, note = float(np.mean(pred != yte)), ""
     except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
         error, best, note = float("nan"), {}, f"{type(exc).__name__}: {exc}"[:300]
     return {"error": error, "params": json.dumps(best, default=float), "seconds": time.perf_counter() - t0,
             "note": note}
+
+
+def path_search(est: Any, params: Dict[str, List[Any]], path: str, X: np.ndarray, y: np.ndarray,
+                 inner: Sequence) -> Dict[str, Any]:
+    """The best parameters by CV accuracy (mean over the folds, as
+    GridSearchCV; the first best in grid order), where every value of
+    ``path`` comes from one fit at its largest value through the
+    estimator's ``staged_predict``: one fit per setting of the other
+    parameters and fold. A fit that fails scores NaN for its setting."""
+    from sklearn.base import clone
+    from sklearn.model_selection import ParameterGrid
+
+    values = sorted(params[path])
+    others = list(ParameterGrid({k: v for k, v in params.items() if k != path}))
+    scores = np.zeros((len(others), len(values)))
+    for i, setting in enumerate(others):
+        for fit_rows, val_rows in inner:
+            try:
+                e = clone(est).set_params(**setting, **{path: values[-1]}).fit(X[fit_rows], y[fit_rows])
+                staged = list(e.staged_predict(X[val_rows]))
+            except (ValueError, np.linalg.LinAlgError, FloatingPointError):
+                scores[i] = np.nan
+                break
+            for j, m in enumerate(values):
+                # an estimator with fewer columns than asked (LDA's rank) predicts as with all it has
+                scores[i, j] += np.mean(staged[min(m, len(staged)) - 1] == y[val_rows]) / len(inner)
+    if not np.isfinite(scores).any():
+        raise ValueError("every parameter setting failed in cross-validation")
+    i, j = np.unravel_index(int(np.nanargmax(scores)), scores.shape)
+    return {**others[i], path: values[j]}

@@ -8,10 +8,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Sequence
 
-import numpy as np
-
 from .data import available, dataset_seed, load, preprocess
-from .protocol import DEFAULT_METHODS, evaluate, grid, splits
+from .methods import DEFAULT_METHODS, METHODS
+from .protocol import PROTOCOL, evaluate, splits
 from .store import Store
 
 __all__ = ["run_study"]
@@ -55,8 +54,8 @@ def _hms(s: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-def _task(name, s, method, X, y, train, test, inner, quick):
-    return name, s, method, evaluate(method, X, y, train, test, inner, quick)
+def _task(name, s, method, X, y, train, test, inner, quick, binary):
+    return name, s, method, evaluate(method, X, y, train, test, inner, quick, binary)
 
 
 @contextlib.contextmanager
@@ -108,8 +107,6 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
     """
     from joblib import Parallel, delayed
 
-    from ..comparators import METHODS
-
     if isinstance(n_splits, bool) or int(n_splits) != n_splits or int(n_splits) < 1:
         raise ValueError(f"the number of splits must be a positive integer, got {n_splits!r}")
     if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or (int(n_jobs) < 1 and int(n_jobs) != -1):
@@ -125,7 +122,7 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
     unknown = [m for m in meths if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
-    store = Store(out, {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed)})
+    store = Store(out, {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed), "protocol": PROTOCOL})
     done = store.done()
     tasks: List[Any] = []
     for name in names:
@@ -135,10 +132,9 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
         dseed = dataset_seed(name, seed)
         X, y, info = preprocess(X, y, dseed)
         store.add_dataset(name, info)
-        for m in meths:
-            grid(m, X.shape[1], quick)  # an unknown method fails here, before any work
         for s, (train, test, inner) in enumerate(splits(y, n_splits, 3 if quick else 5, dseed % (2 ** 31))):
-            tasks += [(name, s, m, X, y, train, test, inner, quick) for m in meths if (name, s, m) not in done]
+            tasks += [(name, s, m, X, y, train, test, inner, quick, info["binary"]) for m in meths
+                      if (name, s, m) not in done]
     store.computed = 0  # what this call ran (0: everything was there already)
     bar = _Bar(len(tasks), progress)
     t0 = time.perf_counter()
