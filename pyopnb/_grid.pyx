@@ -99,7 +99,7 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
     from a class's weights)."""
     cdef Py_ssize_t j
     _sums_on_anchors(col.anchors, P.nbin, Wk, P.K, P.h, P.shared, ker, &col.tb, col.anchors, col.ident,
-                     P.nbin, NULL, S, D, logmode == 2, nthr)
+                     P.nbin, NULL, S, D, logmode == 2, False, nthr)
     if logmode == 1 and S != NULL:
         for j in range(P.nbin * P.K):
             S[j] = log(S[j])

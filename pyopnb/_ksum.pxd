@@ -22,7 +22,7 @@ cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
 
 cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, bint shared, int a,
                   const double* binom, const double* Ldep, int dep_a1, double* Lincl,
-                  double* R, double* T, bint on_anchor, int nthr) noexcept nogil
+                  double* R, double* T, bint on_anchor, bint have_T, int nthr) noexcept nogil
 
 cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                     const Py_ssize_t* outrow,
@@ -37,6 +37,7 @@ cdef void _tables_free(Tables* tb) noexcept nogil
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
                           const double* h, bint shared, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, double* S, double* D, bint logS, int nthr) noexcept nogil
+                          const Py_ssize_t* outrow, double* S, double* D, bint logS, bint have_T,
+                          int nthr) noexcept nogil
 
 cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) noexcept nogil

@@ -37,6 +37,9 @@ from libc.stdlib cimport free
 from libc.string cimport memset
 
 from pyopnb._core cimport _MAX_ORDER, _alloc, _data_or_null, _max_threads
+# gaps remembered by _gap_decays
+DEF _GAP_CACHE = 4
+
 from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
 from pyopnb._sort cimport _argsort
 
@@ -149,7 +152,7 @@ cdef inline void _add_decayed(double dist, const double* h, bint shared, int a, 
 
 cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, bint shared, int a,
                   const double* binom, const double* Ldep, int dep_a1, double* Lincl,
-                  double* R, double* T, bint on_anchor, int nthr) noexcept nogil:
+                  double* R, double* T, bint on_anchor, bint have_T, int nthr) noexcept nogil:
     """The recursion. Forward: Lincl[g] = shift(Lincl[g-1]) + Ldep[g].
     Backward: R[g] += shift(R[g+1]) (R holds the right deposits), or, with
     on_anchor, R[g] = shift(R[g+1] + Ldep[g+1]).
@@ -166,23 +169,60 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     on_anchor: every sample sits on an anchor (so dep_a1 = 1), a point's
     right-table entry is its own weight shifted one gap left, and R needs no
     deposits (nor zeroing). The two passes run side by side when nthr > 1.
+    have_T: T already holds these anchors' decays (a second sum over the
+    same column, in the same bandwidths).
     """
     cdef Py_ssize_t g
     cdef int part
     cdef int a1 = a + 1
     if G == 0:
         return
-    if shared:
-        for g in prange(1, G, num_threads=nthr, schedule="static"):
-            _decay((anchors[g] - anchors[g - 1]) / h[0], a, &T[g * a1])
-    else:
-        for g in prange(1, G, num_threads=nthr, schedule="static"):
-            _exps(anchors[g] - anchors[g - 1], h, r, &T[g * r])
-    for part in prange(2, num_threads=min(2, nthr), schedule="static"):
+    if nthr == 1:
+        # no parallel region: a team of one still costs a futex wake-up (a third of a microsecond)
+        if not have_T:
+            _gap_decays(anchors, 1, G, h, shared, a, r, T)
+        _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)
+        _backward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, R, on_anchor)
+        return
+    if not have_T:
+        for part in prange(nthr, num_threads=nthr, schedule="static"):
+            _gap_decays(anchors, max(1, part * G // nthr), (part + 1) * G // nthr, h, shared, a, r, T)
+    for part in prange(2, num_threads=2, schedule="static"):
         if part == 0:
             _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)
         else:
             _backward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, R, on_anchor)
+
+
+cdef inline void _gap_decays(const double* anchors, Py_ssize_t g0, Py_ssize_t g1, const double* h, bint shared,
+                             int a, int r, double* T) noexcept nogil:
+    """The decays of gaps g0..g1-1 (see _recurse). A grid's gaps, lo + g delta
+    apart, take a handful of values (their rounding): a gap equal to one of
+    the last few seen copies that one's row (the same bits) instead of
+    calling exp again."""
+    cdef Py_ssize_t g, row = (a + 1) if shared else r
+    cdef Py_ssize_t seen[_GAP_CACHE]
+    cdef double d
+    cdef int c, j, nseen = 0, slot = 0
+    cdef bint hit
+    for g in range(g0, g1):
+        d = anchors[g] - anchors[g - 1]
+        hit = False
+        for c in range(nseen):
+            if d == anchors[seen[c]] - anchors[seen[c] - 1]:
+                for j in range(row):
+                    T[g * row + j] = T[seen[c] * row + j]
+                hit = True
+                break
+        if hit:
+            continue
+        if shared:
+            _decay(d / h[0], a, &T[g * row])
+        else:
+            _exps(d, h, r, &T[g * row])
+        seen[slot] = g
+        slot = (slot + 1) % _GAP_CACHE
+        nseen = min(nseen + 1, _GAP_CACHE)
 
 
 cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int c, int k) noexcept nogil:
@@ -440,11 +480,13 @@ cdef void _tables_free(Tables* tb) noexcept nogil:
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
                           const double* h, bint shared, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, double* S, double* D, bint logS, int nthr) noexcept nogil:
+                          const Py_ssize_t* outrow, double* S, double* D, bint logS, bint have_T,
+                          int nthr) noexcept nogil:
     """Sums of weights Wa [G, r] sitting on the anchors (column c in bandwidth
     h[c], or h[0] when shared), at m evaluation points, on nthr threads. (The
-    weights serve as the left deposits directly: no table to fill.)"""
-    _recurse(anchors, G, r, h, shared, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, tb.T, True, nthr)
+    weights serve as the left deposits directly: no table to fill.) have_T:
+    see _recurse."""
+    _recurse(anchors, G, r, h, shared, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, tb.T, True, have_T, nthr)
     _evaluate_chunks(e, lo, m, outrow, anchors, G, r, h, shared, ker, Wa, 1, tb, S, D, logS, nthr)
 
 
@@ -453,16 +495,25 @@ cdef void _evaluate_chunks(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                            const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
                            const Tables* tb, double* S, double* D, bint logS, int nthr) noexcept nogil:
     """_evaluate over chunks of points on nthr threads (points are independent)."""
-    cdef Py_ssize_t chunk = max(1024, (m + 4 * nthr - 1) // (4 * nthr)), nch = (m + chunk - 1) // chunk, c0, s0, len0
+    cdef Py_ssize_t chunk = max(1024, (m + 4 * nthr - 1) // (4 * nthr)), nch = (m + chunk - 1) // chunk, c0
+    if nthr == 1 or nch == 1:
+        _evaluate_chunk(e, lo, 0, m, outrow, anchors, G, r, h, shared, ker, dep, dep_a1, tb, S, D, logS)
+        return
     for c0 in prange(nch, num_threads=nthr, schedule="static"):
-        s0 = c0 * chunk
-        len0 = min(chunk, m - s0)
-        if outrow != NULL:
-            _evaluate(e + s0, lo + s0, len0, outrow + s0, anchors, G, r, h, shared, ker, dep, dep_a1,
-                      tb.Lincl, tb.R, S, D, logS)
-        else:
-            _evaluate(e + s0, lo + s0, len0, NULL, anchors, G, r, h, shared, ker, dep, dep_a1, tb.Lincl, tb.R,
-                      S + s0 * r if S != NULL else NULL, D + s0 * r if D != NULL else NULL, logS)
+        _evaluate_chunk(e, lo, c0 * chunk, min(chunk, m - c0 * chunk), outrow, anchors, G, r, h, shared, ker, dep,
+                        dep_a1, tb, S, D, logS)
+
+
+cdef inline void _evaluate_chunk(const double* e, const Py_ssize_t* lo, Py_ssize_t s0, Py_ssize_t len0,
+                                 const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
+                                 const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
+                                 const Tables* tb, double* S, double* D, bint logS) noexcept nogil:
+    if outrow != NULL:
+        _evaluate(e + s0, lo + s0, len0, outrow + s0, anchors, G, r, h, shared, ker, dep, dep_a1,
+                  tb.Lincl, tb.R, S, D, logS)
+    else:
+        _evaluate(e + s0, lo + s0, len0, NULL, anchors, G, r, h, shared, ker, dep, dep_a1, tb.Lincl, tb.R,
+                  S + s0 * r if S != NULL else NULL, D + s0 * r if D != NULL else NULL, logS)
 
 
 cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) noexcept nogil:
@@ -525,7 +576,8 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                         q += 1
                     lo[j] = q
             if not bad:
-                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, es, lo, m, eorder, Sp, Dp, log_S, nthr)
+                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, es, lo, m, eorder, Sp, Dp, log_S, False,
+                                 nthr)
     _tables_free(&tb)
     if not at_x:
         free(eorder); free(es)
@@ -575,7 +627,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
                     g += 1
                 lo[j] = g
             _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, &h, True, &ker, &tb, &e[0], lo, m,
-                             NULL, Sp, Dp, False, max(1, num_threads))
+                             NULL, Sp, Dp, False, False, max(1, num_threads))
     _tables_free(&tb)
     free(lo)
     if bad:

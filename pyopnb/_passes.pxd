@@ -123,13 +123,20 @@ cdef inline double _row_posterior(const double* logf, const double* logprior, in
 cdef class _Work:
     cdef Problem P
     cdef int nthr
-    cdef int ncol           # columns of scratch made so far
+    cdef Py_ssize_t ncol    # columns of scratch made so far
+    cdef Py_ssize_t capacity
     cdef bint points        # scratch for passes over the points (else only grid tables)
     cdef Column* cols
+    cdef bint keep          # every column kept between passes (exact sums, n <= SORT_SMALL)
+    cdef Py_ssize_t* hints  # nhint x n: each column's last order, for the next sort (keep)
+    cdef Py_ssize_t nhint
+    cdef double* Zkept      # nhint x n: the Zt that the kept columns were set up for
+    cdef bint kept          # the kept columns hold the last value pass's sums (S and D)
     cdef double* h
     cdef double* wcls
     cdef object y
 
-    cdef int _ensure(self, int w) except -1
+    cdef int _ensure(self, Py_ssize_t w) except -1
+    cdef int _ensure_hints(self, Py_ssize_t ndim) except -1
     cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, bint at_anchor,
                     Py_ssize_t nbin) except -1

@@ -12,14 +12,14 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
-from libc.stdlib cimport malloc, calloc, free
-from libc.string cimport memset
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memcmp, memcpy, memset
 
 from pyopnb._core cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
 from pyopnb._simd cimport pyopnb_grad_point
-from pyopnb._sort cimport _argsort
+from pyopnb._sort cimport SORT_SMALL, _argsort_hinted
 
 cnp.import_array()
 
@@ -66,12 +66,14 @@ cdef void _column_free(Column* col) noexcept nogil:
     memset(col, 0, sizeof(Column))
 
 
-cdef int _column_setup(const Problem* P, const double* z, Column* col, int nthr) noexcept nogil:
-    """Anchors, evaluation rows and each point's anchor for one column of Z = XV."""
+cdef int _column_setup(const Problem* P, const double* z, Column* col, Py_ssize_t* hint,
+                       int nthr) noexcept nogil:
+    """Anchors, evaluation rows and each point's anchor for one column of Z = XV
+    (hint: the column's last order, or NULL; see _argsort_hinted)."""
     cdef Py_ssize_t n = P.n, i, q, g
     cdef double zmin, zmax, lo, delta
     if P.mode == EXACT:
-        if _argsort(z, n, col.order, col.anchors, nthr):
+        if _argsort_hinted(z, n, col.order, col.anchors, hint, nthr):
             return -1
         col.G = n
         col.m = n
@@ -160,41 +162,63 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
 
 
 cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
-                      bint want_S, bint want_D, int nthr) noexcept nogil:
+                      bint want_S, bint want_D, bint have_T, int nthr) noexcept nogil:
     """Kernel sums of the point weights Wpts [n, K] (NULL: the class weights),
     each class's column in its bandwidth, at the column's evaluation rows
     (col.S, col.D [m, K]; point i is row col.row[i])."""
     _bin_weights(P, col, z, Wpts, P.mode)
     _sums_on_anchors(col.anchors, col.G, col.Wa, P.K, P.h, P.shared, &P.ker, &col.tb,
                             col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL,
-                            col.D if want_D else NULL, False, nthr)
+                            col.D if want_D else NULL, False, have_T, nthr)
 
 
 cdef void _add_logs(const Problem* P, Column* cols, int w, Py_ssize_t t0, int nslot, double* parts,
-                    int nthr) noexcept nogil:
+                    bint keep, int nthr) noexcept nogil:
     """parts[(t0 + c) % nslot, i, k] += log f_k(t0+c)(z_i) for the wave's columns
     c < w, added in column order: each slot's sum takes its columns in order
     whatever the waves and threads. The logs are taken first, in place and
     in row order (sequential reads: 13% faster than at each point's row).
     Rows and points are independent: any split will do."""
-    cdef Py_ssize_t n = P.n, i, j, j0, j1, it, mK = cols[0].m * P.K
+    cdef Py_ssize_t n = P.n, it, mK = cols[0].m * P.K
     cdef Py_ssize_t chunk = max(4096, (w * mK + 4 * nthr - 1) // (4 * nthr)), nch = (mK + chunk - 1) // chunk
+    cdef int b
+    if keep:
+        # the sums stay for the gradient: logs taken as they are added
+        if nthr == 1:
+            _add_rows(P, cols, w, t0, nslot, parts, 0, n, True)
+            return
+        for b in prange(nthr, num_threads=nthr, schedule='static'):
+            _add_rows(P, cols, w, t0, nslot, parts, b * n // nthr, (b + 1) * n // nthr, True)
+        return
+    if nthr == 1:
+        for it in range(w):
+            _logs(cols[it].S, 0, mK)
+        _add_rows(P, cols, w, t0, nslot, parts, 0, n, False)
+        return
+    for it in prange(w * nch, num_threads=nthr, schedule='static'):
+        _logs(cols[it // nch].S, (it % nch) * chunk, min(mK, (it % nch) * chunk + chunk))
+    for b in prange(nthr, num_threads=nthr, schedule='static'):
+        _add_rows(P, cols, w, t0, nslot, parts, b * n // nthr, (b + 1) * n // nthr, False)
+
+
+cdef inline void _logs(double* x, Py_ssize_t j0, Py_ssize_t j1) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(j0, j1):
+        x[j] = log(x[j])
+
+
+cdef inline void _add_rows(const Problem* P, Column* cols, int w, Py_ssize_t t0, int nslot, double* parts,
+                           Py_ssize_t i0, Py_ssize_t i1, bint take_log) noexcept nogil:
+    cdef Py_ssize_t i, n = P.n
     cdef int c, k, K = P.K
     cdef const double* src
     cdef double* dst
-    cdef double* sk
-    for it in prange(w * nch, num_threads=nthr, schedule='static'):
-        sk = cols[it // nch].S
-        j0 = (it % nch) * chunk
-        j1 = min(mK, j0 + chunk)
-        for j in range(j0, j1):
-            sk[j] = log(sk[j])
-    for i in prange(n, num_threads=nthr, schedule='static'):
+    for i in range(i0, i1):
         for c in range(w):
             src = &cols[c].S[cols[c].row[i] * K]
             dst = &parts[(((t0 + c) % nslot) * n + i) * K]
             for k in range(K):
-                dst[k] = dst[k] + src[k]
+                dst[k] = dst[k] + (log(src[k]) if take_log else src[k])
 
 
 cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const double* post,
@@ -204,10 +228,21 @@ cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const
     c_ik = (1{y_i = k} - P_ik) / f_k(z_i) into Wpts [n, K]. f = 0 only where
     class k is hundreds of bandwidths away: then P_ik = 0 too and every kernel
     term this weight meets is 0."""
+    cdef Py_ssize_t n = P.n
+    cdef int b
+    if nthr == 1:
+        _point_rows(P, cols, w, gz0, post, 0, n)
+        return
+    for b in prange(nthr, num_threads=nthr, schedule='static'):
+        _point_rows(P, cols, w, gz0, post, b * n // nthr, (b + 1) * n // nthr)
+
+
+cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
+                             Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
     cdef Py_ssize_t n = P.n, i, o
     cdef int c, k, K = P.K
     cdef Column* col
-    for i in prange(n, num_threads=nthr, schedule='static'):
+    for i in range(i0, i1):
         for c in range(w):
             col = &cols[c]
             o = col.row[i] * K
@@ -221,9 +256,20 @@ cdef void _sample_terms(const Problem* P, Column* cols, int w, double* gz0, int 
     """Point i as a sample point in the wave's columns: gz[c, i] -= the
     derivative of its class's weight, from the kernel sums of the c weights
     (col.D at the point's row)."""
+    cdef Py_ssize_t n = P.n
+    cdef int b
+    if nthr == 1:
+        _sample_rows(P, cols, w, gz0, 0, n)
+        return
+    for b in prange(nthr, num_threads=nthr, schedule='static'):
+        _sample_rows(P, cols, w, gz0, b * n // nthr, (b + 1) * n // nthr)
+
+
+cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0, Py_ssize_t i0,
+                              Py_ssize_t i1) noexcept nogil:
     cdef Py_ssize_t n = P.n, i
     cdef int c, k
-    for i in prange(n, num_threads=nthr, schedule='static'):
+    for i in range(i0, i1):
         k = P.y[i]
         for c in range(w):
             gz0[c * n + i] -= P.wcls[k] / P.h[k] * cols[c].D[cols[c].row[i] * P.K + k]
@@ -245,7 +291,8 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col, double* g
     cdef int k, c, K = P.K, a1 = P.ker.a + 1
     cdef double d_lo, d_delta, gam, b, u
     if P.mode != LINEAR:
-        _column_sums(P, col, z, col.Wpts, False, True, nthr)
+        # the column's decays are those of its setup's sums
+        _column_sums(P, col, z, col.Wpts, False, True, True, nthr)
         return
     # Phi (ksum) and Psi (dksum) of the c weights at the grid points,
     # from the points where they really are.
@@ -253,7 +300,7 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col, double* g
     memset(col.tb.R, 0, G * K * a1 * sizeof(double))
     _deposit(z, col.Wpts, n, K, col.lo, col.anchors, G, P.h, P.shared, P.ker.a, col.tb.Ldep, col.tb.R)
     _recurse(col.anchors, G, K, P.h, P.shared, P.ker.a, P.ker.binom, col.tb.Ldep, a1,
-             col.tb.Lincl, col.tb.R, col.tb.T, False, nthr)
+             col.tb.Lincl, col.tb.R, col.tb.T, False, True, nthr)
     _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
               col.tb.Ldep, a1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
     # class weights binned, for the grid-motion term
@@ -303,9 +350,10 @@ cdef class _Work:
         self.points = points
         self.h = <double*> malloc(K * sizeof(double))
         self.wcls = <double*> calloc(K, sizeof(double))
-        self.cols = <Column*> calloc(self.nthr, sizeof(Column))
-        if self.h == NULL or self.wcls == NULL or self.cols == NULL:
+        if self.h == NULL or self.wcls == NULL:
             raise MemoryError()
+        # small exact problems keep every column between the value and gradient passes
+        self.keep = mode == EXACT and points and 0 < n <= SORT_SMALL
         for i in range(n):
             self.wcls[y[i]] += 1.0
         self.P.shared = True
@@ -326,9 +374,15 @@ cdef class _Work:
             raise ValueError("beta must have 1 to %d entries" % (_MAX_ORDER + 1))
         _make_kernel(&beta[0], beta.shape[0], &self.P.ker)
 
-    cdef int _ensure(self, int w) except -1:
-        """Scratch for w columns at a time (w <= the thread count)."""
-        w = min(w, self.nthr)
+    cdef int _ensure(self, Py_ssize_t w) except -1:
+        """Scratch for w columns (a wave's, or with keep every column's)."""
+        if w > self.capacity:
+            self.cols = <Column*> realloc(self.cols, w * sizeof(Column))
+            if self.cols == NULL:
+                self.capacity = self.ncol = 0
+                raise MemoryError()
+            memset(&self.cols[self.capacity], 0, (w - self.capacity) * sizeof(Column))
+            self.capacity = w
         while self.ncol < w:
             if _column_alloc(&self.cols[self.ncol], self.P.n, self.P.mode, self.P.at_anchor, self.P.nbin,
                              self.P.K, self.P.shared,
@@ -337,6 +391,27 @@ cdef class _Work:
                 _column_free(&self.cols[self.ncol])
                 raise MemoryError("not enough memory for the kernel-sum tables")
             self.ncol += 1
+        return 0
+
+    cdef int _ensure_hints(self, Py_ssize_t ndim) except -1:
+        """Exact sums on at most SORT_SMALL points (keep): room for ndim
+        columns' last orders, so that sorts take hints (every column starts
+        without one), and for a copy of Zt, so that the gradient pass knows
+        when the value pass's columns are its own."""
+        cdef Py_ssize_t t
+        if not self.keep or ndim == self.nhint:
+            return 0
+        free(self.hints)
+        free(self.Zkept)
+        self.kept = False
+        self.hints = <Py_ssize_t*> malloc(ndim * self.P.n * sizeof(Py_ssize_t))
+        self.Zkept = <double*> malloc(ndim * self.P.n * sizeof(double))
+        if self.hints == NULL or self.Zkept == NULL:
+            self.nhint = 0
+            raise MemoryError()
+        self.nhint = ndim
+        for t in range(ndim):
+            self.hints[t * self.P.n] = -1
         return 0
 
     cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, bint at_anchor,
@@ -358,7 +433,7 @@ cdef class _Work:
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.h); free(self.wcls)
+        free(self.cols); free(self.h); free(self.wcls); free(self.hints); free(self.Zkept)
 
 
 def column_work(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
@@ -378,17 +453,24 @@ cdef _Work _work_for(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
 
 
 cdef int _wave_setup(const Problem* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
-                     int nthr) noexcept nogil:
+                     Py_ssize_t* hints, int nthr) noexcept nogil:
     """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.S, and
     col.D with want_D), a column to a thread (the whole team when w = 1).
     Returns how many failed (out of memory)."""
-    cdef int c, bad = 0, inner = nthr if w == 1 else 1
+    cdef int c, bad = 0
+    if w == 1:
+        return _setup_one(P, Zt, t0, cols, want_D, hints, nthr)
     for c in prange(w, num_threads=w, schedule='static'):
-        if _column_setup(P, &Zt[(t0 + c) * P.n], &cols[c], inner):
-            bad += 1
-        else:
-            _column_sums(P, &cols[c], &Zt[(t0 + c) * P.n], NULL, True, want_D, inner)
+        bad += _setup_one(P, Zt, t0 + c, &cols[c], want_D, hints, 1)
     return bad
+
+
+cdef inline int _setup_one(const Problem* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
+                           Py_ssize_t* hints, int nthr) noexcept nogil:
+    if _column_setup(P, &Zt[t * P.n], col, &hints[t * P.n] if hints != NULL else NULL, nthr):
+        return 1
+    _column_sums(P, col, &Zt[t * P.n], NULL, True, want_D, False, nthr)
+    return 0
 
 
 cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
@@ -397,7 +479,8 @@ cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef _Work wk = _work_for(y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
     if Zt.shape[1] != wk.P.n:
         raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
-    wk._ensure(_wave(max(Zt.shape[0], 1), wk.nthr))
+    wk._ensure_hints(Zt.shape[0])
+    wk._ensure(Zt.shape[0] if wk.keep else _wave(max(Zt.shape[0], 1), wk.nthr))
     return wk
 
 
@@ -415,22 +498,28 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef const Problem* P = &wk.P
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
     cdef int nslot = min(ndim, _NSLOT), slot
-    cdef Column* cols = wk.cols
+    cdef Column* cols
+    cdef bint keep = wk.keep
     parts = np.zeros((nslot, n, K))
     cdef double[:, :, ::1] pv = parts
     cdef int bad = 0
     if ndim == 0 or n == 0:
         return np.zeros((n, K))
+    wk.kept = False
     with nogil:
         t0 = 0
         while t0 < ndim and not bad:
             w = <int> min(W, ndim - t0)
-            bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, False, nthr)
+            cols = wk.cols + (t0 if keep else 0)
+            bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, keep, wk.hints, nthr)
             if not bad:
-                _add_logs(P, cols, w, t0, nslot, &pv[0, 0, 0], nthr)
+                _add_logs(P, cols, w, t0, nslot, &pv[0, 0, 0], keep, nthr)
             t0 = t0 + w
+        if keep and not bad:
+            memcpy(wk.Zkept, &Zt[0, 0], ndim * n * sizeof(double))
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
+    wk.kept = keep
     out = parts[0]
     for slot in range(1, nslot):
         out += parts[slot]
@@ -451,23 +540,33 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w, c, inner
     if post.shape[0] != n or post.shape[1] != K:
         raise ValueError(f"post must be ({n}, {K}), got ({post.shape[0]}, {post.shape[1]})")
-    cdef Column* cols = wk.cols
+    cdef Column* cols
+    cdef bint keep = wk.keep
     dZ = np.zeros((ndim, n))
     if ndim == 0 or n == 0:
         return dZ
     cdef double[:, ::1] dv = dZ
     cdef int bad = 0
+    # the value pass's columns serve when they are this Zt's (the gradient's
+    # own sums then overwrite them: once only)
+    cdef bint reuse = wk.kept and memcmp(wk.Zkept, &Zt[0, 0], ndim * n * sizeof(double)) == 0
+    wk.kept = False
     with nogil:
         t0 = 0
         while t0 < ndim and not bad:
             w = <int> min(W, ndim - t0)
             inner = nthr if w == 1 else 1
-            bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, True, nthr)
+            cols = wk.cols + (t0 if keep else 0)
+            if not reuse:
+                bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, True, wk.hints, nthr)
             if bad:
                 break
             _point_terms(P, cols, w, &dv[t0, 0], &post[0, 0], nthr)
-            for c in prange(w, num_threads=w, schedule='static'):
-                _column_grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner)
+            if w == 1:
+                _column_grad(P, &Zt[t0, 0], &cols[0], &dv[t0, 0], inner)
+            else:
+                for c in prange(w, num_threads=w, schedule='static'):
+                    _column_grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner)
             if P.mode != LINEAR:
                 _sample_terms(P, cols, w, &dv[t0, 0], nthr)
             t0 = t0 + w
@@ -491,8 +590,12 @@ def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1
     cdef double[::1] tv = terms
     cdef double total = 0.0
     with nogil:
-        for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
-            tv[i] = _row_posterior(&logf[i, 0], &logprior[0], K, y[i], &pv[i, 0])
+        if num_threads <= 1:
+            for i in range(n):
+                tv[i] = _row_posterior(&logf[i, 0], &logprior[0], K, y[i], &pv[i, 0])
+        else:
+            for i in prange(n, num_threads=num_threads, schedule="static"):
+                tv[i] = _row_posterior(&logf[i, 0], &logprior[0], K, y[i], &pv[i, 0])
         # summed in order, so that the value does not depend on the threads
         for i in range(n):
             total = total + tv[i]

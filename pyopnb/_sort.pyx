@@ -1,6 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
 # distutils: language = c++
-"""A stable LSD radix argsort (11-bit digits) of doubles, on any number of threads."""
+"""A stable argsort of doubles on any number of threads: LSD radix (11-bit
+digits) for large inputs, merge sort for small ones (a radix pass's bucket
+counts cost more than sorting a few hundred keys). Both give the one stable
+order, so results do not depend on which runs."""
 import numpy as np
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
@@ -26,6 +29,9 @@ DEF DIGIT = 11
 DEF NBUCKET = 2048
 DEF NPASS = 6
 DEF CHUNK = 65536
+DEF RUN = 16
+# an insertion sort from a previous order gives up after this many moves per key
+DEF HINT_MOVES = 8
 
 
 cdef struct KeyIdx:
@@ -129,10 +135,53 @@ cdef void _merge_level(const KeyIdx* src, KeyIdx* dst, Py_ssize_t n, Py_ssize_t 
         _merge(&src[lo + i0], i1 - i0, &src[mid + k0 - i0], (k1 - i1) - (k0 - i0), &dst[lo + k0])
 
 
+cdef void _small_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs) noexcept nogil:
+    """The stable argsort of n <= SORT_SMALL keys: insertion sort of runs of RUN,
+    then pairwise stable merges, in buffers on the stack (no allocation)."""
+    cdef KeyIdx buf0[SORT_SMALL]
+    cdef KeyIdx buf1[SORT_SMALL]
+    cdef KeyIdx* a0 = buf0
+    cdef KeyIdx* a1 = buf1
+    cdef KeyIdx* tmp
+    cdef KeyIdx item
+    cdef Py_ssize_t i, j, lo, hi, mid, width
+    for i in range(n):
+        a0[i].key = _sort_key(x[i])
+        a0[i].idx = i
+    lo = 0
+    while lo < n:
+        hi = min(lo + RUN, n)
+        for i in range(lo + 1, hi):
+            item = a0[i]
+            j = i
+            while j > lo and a0[j - 1].key > item.key:
+                a0[j] = a0[j - 1]
+                j -= 1
+            a0[j] = item
+        lo = hi
+    width = RUN
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            _merge(&a0[lo], mid - lo, &a0[mid], hi - mid, &a1[lo])
+            lo = hi
+        tmp = a0; a0 = a1; a1 = tmp
+        width *= 2
+    for i in range(n):
+        order[i] = a0[i].idx
+        if xs != NULL:
+            xs[i] = _key_value(a0[i].key)
+
+
 cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, int nthr) noexcept nogil:
     """order = a stable argsort of x[:n], and xs = x[order] unless xs is NULL
     (read back from the keys: no gather), on nthr threads (the order does not
     depend on them). Returns -1 when out of memory."""
+    if n <= SORT_SMALL:
+        _small_sort(x, n, order, xs)
+        return 0
     cdef KeyIdx* a0 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
     cdef KeyIdx* a1 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
     cdef Py_ssize_t nchunk = (n + CHUNK - 1) // CHUNK
@@ -161,6 +210,61 @@ cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, 
             xs[i] = _key_value(a0[i].key)
     free(a0); free(a1); free(counts)
     return 0
+
+
+cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, Py_ssize_t* hint,
+                         int nthr) noexcept nogil:
+    """_argsort, starting from ``hint``: the order a previous call left there
+    (hint[0] < 0: none yet), to which this call's order is written back.
+    Between a fit's evaluations a column's order barely changes, so an
+    insertion sort from the previous order, by (key, index) as the stable
+    sort orders ties, takes a few moves per key; past HINT_MOVES per key it
+    gives up for the full sort. The order is the stable argsort either way.
+    hint NULL or n > SORT_SMALL: _argsort."""
+    cdef KeyIdx a[SORT_SMALL]
+    cdef KeyIdx item
+    cdef Py_ssize_t i, j, moves = 0, budget = HINT_MOVES * n
+    if hint == NULL or n > SORT_SMALL or n == 0 or hint[0] < 0:
+        if _argsort(x, n, order, xs, nthr):
+            return -1
+        if hint != NULL and n <= SORT_SMALL:
+            memcpy(hint, order, n * sizeof(Py_ssize_t))
+        return 0
+    for i in range(n):
+        a[i].idx = hint[i]
+        a[i].key = _sort_key(x[hint[i]])
+    for i in range(1, n):
+        item = a[i]
+        j = i
+        while j > 0 and (a[j - 1].key > item.key or (a[j - 1].key == item.key and a[j - 1].idx > item.idx)):
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = item
+        moves += i - j
+        if moves > budget:
+            _small_sort(x, n, order, xs)
+            memcpy(hint, order, n * sizeof(Py_ssize_t))
+            return 0
+    for i in range(n):
+        order[i] = a[i].idx
+        hint[i] = a[i].idx
+        if xs != NULL:
+            xs[i] = _key_value(a[i].key)
+    return 0
+
+
+def argsort_hinted(const double[::1] x, Py_ssize_t[::1] hint):
+    """The stable argsort of x, starting from (and updating) ``hint`` (see
+    _argsort_hinted; hint[0] = -1 for none); for the tests."""
+    cdef Py_ssize_t n = x.shape[0]
+    if hint.shape[0] != n:
+        raise ValueError("hint must have one entry per key")
+    out = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] ov = out
+    if n:
+        with nogil:
+            _argsort_hinted(&x[0], n, &ov[0], NULL, &hint[0], 1)
+    return out
 
 
 def argsort(const double[::1] x, int num_threads):

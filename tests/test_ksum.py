@@ -190,7 +190,7 @@ def test_bad_input(kwargs, match):
         fk_sum(**kwargs)
 
 
-@pytest.mark.parametrize("n", [1, 2, 65535, 65536, 65537, 3 * 65536 + 5, 300_001])
+@pytest.mark.parametrize("n", [1, 2, 17, 150, 2047, 2048, 2049, 65535, 65536, 65537, 3 * 65536 + 5, 300_001])
 def test_radix_argsort_is_numpys_stable_argsort(n):
     # sizes around the chunk length exercise the merge-path split of the last merges
     from pyopnb._sort import argsort
@@ -203,3 +203,25 @@ def test_radix_argsort_is_numpys_stable_argsort(n):
     want = np.argsort(x, kind="stable")
     for threads in (1, 2, 3, 16):  # merge pieces depend on the threads, the order must not
         np.testing.assert_array_equal(argsort(x, threads), want)
+
+
+@pytest.mark.parametrize("n", [1, 3, 150, 2048, 5000])
+def test_hinted_argsort_is_the_stable_argsort_from_any_start(n):
+    """The sort that starts from a column's previous order: the stable order
+    whether the hint is that order, a nearly right one, none, or a reversed
+    one (too many moves: the full sort takes over); the hint then holds it.
+    Above 2048 keys hints are not used."""
+    from pyopnb._sort import argsort_hinted
+
+    rng = np.random.default_rng(n)
+    x = np.round(rng.standard_normal(n), 1)  # ties, broken by index as the stable sort does
+    x[::7] = -0.0
+    hint = np.full(n, -1, dtype=np.intp)
+    for step in range(6):
+        want = np.argsort(x, kind="stable")
+        if step == 4 and n <= 2048:
+            hint[:] = want[::-1]
+        np.testing.assert_array_equal(argsort_hinted(x, hint), want)
+        if n <= 2048:
+            np.testing.assert_array_equal(hint, want)
+        x = x + rng.normal(scale=0.02, size=n) * (step % 2)

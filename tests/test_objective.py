@@ -357,6 +357,14 @@ def test_column_work_reused_across_evaluations(mode, nbin):
         post = np.full((n, K), 1.0 / K)
         np.testing.assert_array_equal(_passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 2, work),
                                       _passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 2))
+    # the value pass's columns serve the gradient of that Z only, and once
+    A, B = rng.normal(size=(2, 2, n))
+    post = rng.dirichlet(np.ones(K), size=n)
+    for first, second in ((A, B), (A, A)):
+        _passes.log_densities(first, *args, 2, work)
+        for _ in range(2):
+            np.testing.assert_array_equal(_passes.log_density_gradient(second, *args[:-1], post, _BETA, 2, work),
+                                          _passes.log_density_gradient(second, *args[:-1], post, _BETA, 2))
     with pytest.raises(ValueError, match="another problem"):
         _passes.log_densities(Zt, y, K, np.ones(K), mode, False, nbin, 1e-8, _BETA, 2, work)
     with pytest.raises(ValueError, match="another problem"):
