@@ -6,11 +6,11 @@ cdef extern from "_core.h" nogil:
     int _thread_id()                # OpenMP's thread number (0 without OpenMP)
     int _max_threads()              # omp_get_max_threads() (1 without OpenMP)
 
-# binning modes of the OPNB objective
+# how the column passes take a projected column (exported by _passes as
+# MODE_EXACT and MODE_LINEAR; R's binned objective is _grid's)
 cdef enum:
     EXACT = 0      # anchors are the sorted points themselves
-    SIMPLE = 1     # whole weight to the grid point at or left (R's df_NB_cpp)
-    LINEAR = 2     # weight split linearly between the two grid points
+    LINEAR = 1     # anchors a grid; each point's weight split linearly between its two grid points
 
 # the highest power a of the kernel sum_{k <= a} beta_k |u|^k exp(-|u|)
 cdef enum:

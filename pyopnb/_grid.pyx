@@ -1,9 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
 # distutils: language = c++
-"""R's binned objective as a fit evaluates it: per-column grid tables.
-
-R's f_NB_cpp (value) and df_NB_cpp (gradient), and the journal's
-interpolated tables. Every point reads its class densities at its grid
+"""Binned objectives that read densities on each column's grid: R's f_NB_cpp
+(value) and df_NB_cpp (gradient), RGridTables, and the journal's
+interpolated tables, InterpGridTables. Every point reads its class densities at its grid
 point, so each column comes down to tables [nbin, K] at the grid points. The
 passes over the points then read all columns' tables for a block of points
 at a time: one sweep over the data instead of one read and write of an
@@ -134,15 +133,16 @@ cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const int* C, con
 
 
 cdef class GridTables:
-    """R's binned densities of every column of Z = XV at its grid points.
+    """Binned densities of every column of Z = XV at its grid points: the
+    machinery that R's tables (:class:`RGridTables`) and the journal's
+    interpolated ones (:class:`InterpGridTables`) share.
 
     For column t: the grid lo[t] + g delta[t] (g = 0..nbin-1) and tables
-    [nbin * K] (entry g * K + k) of log f with linear binning (f_NB_cpp's
-    value) and, for the gradient, f, log f and the kernel derivative sums D
-    with simple binning (df_NB_cpp). ``update(Zt)`` builds them for a Z; the
-    other methods are the passes over the points. One object serves all of a
-    fit's evaluations, so its buffers are allocated once (fresh pages cost a
-    tenth of an evaluation at n = 1e6).
+    [nbin * K] (entry g * K + k) of log f with linear binning.
+    ``update(Zt)`` builds them for a Z; the subclasses' methods are the
+    passes over the points. One object serves all of a fit's evaluations, so
+    its buffers are allocated once (fresh pages cost a tenth of an
+    evaluation at n = 1e6).
 
     Parallel work: the passes over the points go by (column, block of
     points) on every thread, each block binning its points into its own grid
@@ -160,13 +160,16 @@ cdef class GridTables:
     cdef readonly int[:, ::1] cells  # each point's grid cell in each column
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads, bint interp=False):
+                  double eps, const double[::1] beta, bint gradient, int num_threads):
         cdef int m
+        cdef bint interp = isinstance(self, InterpGridTables)
+        if type(self) is GridTables:
+            raise TypeError("GridTables is the shared base: make RGridTables or InterpGridTables")
         if ndim < 1 or nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
         if y.shape[0] < 1:
             raise ValueError("need at least one point")
-        self.wk = _Work(y, K, h, LINEAR, True, nbin, eps, beta, num_threads, False)
+        self.wk = _Work(y, K, h, LINEAR, nbin, eps, beta, num_threads, False)
         self.wk._ensure(<int> min(ndim, self.wk.nthr))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self.nblk = _bin_nblk(self.n)
@@ -291,14 +294,18 @@ cdef class GridTables:
         if logprior is not None and len(logprior) != self.wk.P.K:
             raise ValueError(f"logprior must have K = {self.wk.P.K} entries, got {len(logprior)}")
 
+
+cdef class RGridTables(GridTables):
+    """R's binned objective as a fit evaluates it: tables of log f with
+    linear binning (f_NB_cpp's value) and, for the gradient, f, log f and
+    the kernel derivative sums D with simple binning (df_NB_cpp), every
+    point reading its column's tables at its grid point."""
+
     def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
-        """(l with linear binning, posteriors [n, K] with simple binning or None):
-        log_posteriors of log_densities' arrays, without forming them.
-        Interpolated tables: l and the posteriors of the log densities
-        interpolated linearly between each point's two grid points."""
+        """(l with linear binning, posteriors [n, K] with simple binning or
+        None), each point's densities read at its grid point, as R's
+        f_NB_cpp and df_NB_cpp."""
         self._check_built(logprior)
-        if self.interp:
-            return self._interp_value(logprior, posteriors)
         if posteriors and self.logS_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
@@ -341,39 +348,6 @@ cdef class GridTables:
                 total = total + tv[i]
         return total / n, post
 
-    def _interp_value(self, const double[::1] logprior, bint posteriors):
-        if posteriors and not self.has_gradient:
-            raise ValueError("tables built without the gradient's")
-        cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr
-        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
-        if posteriors and self._post is None:
-            self._post = np.empty((n, K))
-        post = self._post if posteriors else None
-        accs = np.empty((nthr, B * K + 16))
-        cdef double* pp = _data_or_null(post)
-        cdef double[::1] tv = self._terms
-        cdef double[:, ::1] av = accs
-        cdef const int* y = self.wk.P.y
-        cdef const double* Tl = _data_or_null(self.logS_lin)
-        cdef const double* Zp = _data_or_null(self.Zt)
-        cdef const double* lo = _data_or_null(self.lo)
-        cdef const double* dl = _data_or_null(self.delta)
-        cdef const int* C = &self.cells[0, 0]
-        cdef double total = 0.0
-        with nogil:
-            for b in prange(nblk, num_threads=nthr, schedule='static'):
-                tid = _thread_id()
-                i0 = b * B
-                m = min(B, n - i0)
-                _block_interp(Tl, self.TK, K, C, Zp, lo, dl, n, ndim, i0, m, &av[tid, 0])
-                for j in range(m):
-                    tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
-                                                &pp[(i0 + j) * K] if posteriors else NULL)
-            for i in range(n):
-                total = total + tv[i]
-        return total / n, post
-
     def subset_values(self, base, candidates, const double[::1] logprior):
         """l (linear binning) of the columns base + [j], for each j in candidates:
         objective_and_gradient(V[:, base + [j]]) up to rounding.
@@ -391,8 +365,6 @@ cdef class GridTables:
         direct log-sum-exp.
         """
         self._check_built(logprior)
-        if self.interp:
-            raise ValueError("subset_values reads R's tables, not interpolated ones")
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
         for arr in (bcols, ccols):
@@ -482,8 +454,6 @@ cdef class GridTables:
         order (as update's).
         """
         self._check_built()
-        if self.interp and self.has_gradient:
-            return self._interp_gradient(post)
         if self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
@@ -535,7 +505,49 @@ cdef class GridTables:
         return dZ
 
 
-    def _interp_gradient(self, const double[:, ::1] post):
+cdef class InterpGridTables(GridTables):
+    """The journal formulation's binned objective: each column's class log
+    densities on its grid (logs summed in log space, so finite however far a
+    grid point lies from a class) interpolated linearly at the points, and
+    the exact derivative of that value."""
+
+    def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
+        """(l, posteriors [n, K] or None) of the log densities interpolated
+        linearly between each point's two grid points."""
+        self._check_built(logprior)
+        if posteriors and not self.has_gradient:
+            raise ValueError("tables built without the gradient's")
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
+        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr
+        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
+        if posteriors and self._post is None:
+            self._post = np.empty((n, K))
+        post = self._post if posteriors else None
+        accs = np.empty((nthr, B * K + 16))
+        cdef double* pp = _data_or_null(post)
+        cdef double[::1] tv = self._terms
+        cdef double[:, ::1] av = accs
+        cdef const int* y = self.wk.P.y
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef const double* Zp = _data_or_null(self.Zt)
+        cdef const double* lo = _data_or_null(self.lo)
+        cdef const double* dl = _data_or_null(self.delta)
+        cdef const int* C = &self.cells[0, 0]
+        cdef double total = 0.0
+        with nogil:
+            for b in prange(nblk, num_threads=nthr, schedule='static'):
+                tid = _thread_id()
+                i0 = b * B
+                m = min(B, n - i0)
+                _block_interp(Tl, self.TK, K, C, Zp, lo, dl, n, ndim, i0, m, &av[tid, 0])
+                for j in range(m):
+                    tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
+                                                &pp[(i0 + j) * K] if posteriors else NULL)
+            for i in range(n):
+                total = total + tv[i]
+        return total / n, post
+
+    def gradient(self, const double[:, ::1] post):
         """n * dl/dZ [ndim, n] of the interpolated value: its exact derivative.
 
         With s_i = (z_i - lo) / delta a point's place on the grid (cell g_i,
@@ -550,6 +562,9 @@ cdef class GridTables:
         (1/delta) sum_k sum_j Wb_k[j] Psi_k[j], Psi_k the grid sums of c_k with
         the kernel psi(u) = u K'(u), Wb_k the binned class weights.
         """
+        self._check_built()
+        if not self.has_gradient:
+            raise ValueError("tables built without the gradient's")
         if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk

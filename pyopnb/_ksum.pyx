@@ -73,27 +73,6 @@ cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil:
             ker.binom[k * (a + 1) + j] = ker.binom[k * (a + 1) + j - 1] * (k - j + 1) / j
 
 
-def gap_decays(const double[::1] dist, const double[::1] h, int a):
-    """T [m, r, a+1]: d^k exp(-d), d = dist[j] / h[c], as the recursion takes
-    each gap in the class bandwidths h (r > 1 of them) or in one (r = 1)."""
-    cdef Py_ssize_t m = dist.shape[0], j
-    cdef int r = h.shape[0], c
-    if r < 1 or a < 0 or a > MAX_ORDER:
-        raise ValueError("need a bandwidth and 0 <= a <= MAX_ORDER")
-    T = np.empty((m, r, a + 1))
-    E = np.empty(r)
-    cdef double[:, :, ::1] tv = T
-    cdef double[::1] ev = E
-    for j in range(m):
-        if r == 1:
-            _decay(dist[j] / h[0], a, &tv[j, 0, 0])
-            continue
-        _exps(dist[j], &h[0], r, &ev[0])
-        for c in range(r):
-            _decay_from_exp(ev[c], dist[j] / h[c], a, &tv[j, c, 0])
-    return T
-
-
 cdef inline void _shift(const double* src, double* dst, int a,
                         const double* t, const double* binom) noexcept nogil:
     """dst[k] = sum_j C(k, j) t[k-j] src[j]: move a table entry d to the right."""

@@ -12,8 +12,7 @@ cdef struct Problem:
     const double* h         # bandwidth of each class
     bint shared             # one bandwidth for every class (every R fit): one decay per gap
     const double* wcls      # 1 / (n_k h_k)
-    int mode                # EXACT, SIMPLE or LINEAR
-    bint at_anchor          # densities read at the point's grid point (R's binned) or at the point
+    int mode                # EXACT or LINEAR (_core)
     Py_ssize_t nbin
     double eps              # grid widening
     Kernel ker
@@ -138,5 +137,4 @@ cdef class _Work:
 
     cdef int _ensure(self, Py_ssize_t w) except -1
     cdef int _ensure_hints(self, Py_ssize_t ndim) except -1
-    cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, bint at_anchor,
-                    Py_ssize_t nbin) except -1
+    cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, Py_ssize_t nbin) except -1

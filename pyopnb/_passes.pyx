@@ -2,11 +2,13 @@
 # distutils: language = c++
 """The OPNB objective and gradient, one projected column at a time.
 
-Every column of Z = XV is set up (sorted, or binned on R's grid) and its
+Every column of Z = XV is set up (sorted, or binned on a grid) and its
 class densities summed by the recursion of _ksum; the passes over the points
-(logs, per-point gradient terms) then use every thread. The exact objective,
-the correct binned one and the reference passes of R's binned one run here;
-R's binned objective as a fit evaluates it is _grid.GridTables.
+(logs, per-point gradient terms) then use every thread. Two modes:
+MODE_EXACT (exact sums) and MODE_LINEAR (the correct binned objective: each
+point's weight split linearly between its grid points, densities summed at
+the points). R's binned objective reads densities at grid points and is
+_grid's.
 """
 import numpy as np
 cimport numpy as cnp
@@ -23,17 +25,18 @@ from pyopnb._sort cimport SORT_SMALL, _argsort_hinted
 
 cnp.import_array()
 
+MODE_EXACT = EXACT
+MODE_LINEAR = LINEAR
 
-cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_ssize_t nbin,
-                       int K, bint shared, int a1, bint points) noexcept nogil:
-    # anchors: the points (exact) or the grid; evaluation rows: the points,
-    # or the grid when R reads densities at grid points. Sized to what the
-    # mode uses: a binned fit at n = 1e6 needs grid-sized tables only.
-    # Without points, only the grid's tables (R's binned objective's passes
-    # over the points keep their own buffers).
+
+cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, Py_ssize_t nbin, int K, bint shared, int a1,
+                       bint points) noexcept nogil:
+    # anchors: the points (exact) or the grid; evaluation rows: the points.
+    # Sized to what the mode uses: a binned fit at n = 1e6 needs grid-sized
+    # tables only. Without points, only the grid's tables (R's binned
+    # objective, _grid, keeps its own buffers for the points).
     cdef Py_ssize_t G = n if mode == EXACT else nbin
-    cdef Py_ssize_t M = nbin if (mode != EXACT and at_anchor) else n
-    cdef Py_ssize_t N = M if M > G else G
+    cdef Py_ssize_t N = (n if n > G else G) if points else G
     cdef Py_ssize_t npt = n if points else 0
     memset(col, 0, sizeof(Column))
     col.anchors = <double*> _alloc(G * sizeof(double))
@@ -48,7 +51,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, bint at_anchor, Py_s
     col.S = <double*> _alloc(N * K * sizeof(double))
     col.D = <double*> _alloc(N * K * sizeof(double))
     # deposit tables only where points lie between anchors: the exact binned gradient
-    if (_tables_alloc(&col.tb, G, K, a1, shared, mode == LINEAR and not at_anchor) or col.anchors == NULL
+    if (_tables_alloc(&col.tb, G, K, a1, shared, mode == LINEAR and points) or col.anchors == NULL
             or col.order == NULL or col.bin == NULL or col.lo == NULL or col.row == NULL
             or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL
             or col.ident == NULL or col.S == NULL or col.D == NULL):
@@ -98,10 +101,6 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col, Py_ssize_
     for i in range(n):
         g = _grid_cell(z[i], col.lo_grid, col.delta, P.nbin)
         col.bin[i] = g
-        if P.at_anchor:
-            # densities read at the cell's grid point: no anchor search
-            col.row[i] = g
-            continue
         # the last anchor <= z, robust to the rounding of floor(u)
         while g > 0 and col.anchors[g] > z[i]:
             g -= 1
@@ -110,20 +109,12 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col, Py_ssize_
         col.lo[i] = g
         col.row[i] = i
         col.evlo[i] = g
-    if P.at_anchor:
-        # R reads each point's density at its grid point: evaluate the grid once
-        col.m = P.nbin
-        col.ev = col.anchors
-        for g in range(P.nbin):
-            col.evlo[g] = g
-    else:
-        col.m = n
-        col.ev = z
+    col.m = n
+    col.ev = z
     return 0
 
 
-cdef void _bin_weights(const Problem* P, Column* col, const double* z, const double* Wpts,
-                       int mode) noexcept nogil:
+cdef void _bin_weights(const Problem* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
     """col.Wa [G, K]: the points' weights moved onto the anchors.
 
     Wpts [n, K], or NULL for the class weights: point i weighs 1/(n_k h_k)
@@ -132,7 +123,7 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
     cdef Py_ssize_t i, q, g
     cdef int c, k, K = P.K, c0 = 0, c1 = P.K
     cdef double frac, w = 0.0
-    if mode == EXACT:
+    if P.mode == EXACT:
         if Wpts == NULL:
             memset(col.Wa, 0, col.G * K * sizeof(double))
         for q in range(P.n):
@@ -151,14 +142,11 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
             c0 = P.y[i]
             c1 = c0 + 1
             w = P.wcls[c0]
-        frac = (z[i] - col.lo_grid) / col.delta - g if mode == LINEAR else 0.0
+        frac = (z[i] - col.lo_grid) / col.delta - g
         for c in range(c0, c1):
             if Wpts != NULL:
                 w = Wpts[i * K + c]
-            if mode == LINEAR:
-                _bin_linear(&col.Wa[c], g, K, frac, w)
-            else:
-                col.Wa[g * K + c] += w
+            _bin_linear(&col.Wa[c], g, K, frac, w)
 
 
 cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
@@ -166,7 +154,7 @@ cdef void _column_sums(const Problem* P, Column* col, const double* z, const dou
     """Kernel sums of the point weights Wpts [n, K] (NULL: the class weights),
     each class's column in its bandwidth, at the column's evaluation rows
     (col.S, col.D [m, K]; point i is row col.row[i])."""
-    _bin_weights(P, col, z, Wpts, P.mode)
+    _bin_weights(P, col, z, Wpts)
     _sums_on_anchors(col.anchors, col.G, col.Wa, P.K, P.h, P.shared, &P.ker, &col.tb,
                             col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL,
                             col.D if want_D else NULL, False, have_T, nthr)
@@ -290,7 +278,7 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col, double* g
     cdef Py_ssize_t n = P.n, i, g, G = col.G, imin, imax
     cdef int k, c, K = P.K, a1 = P.ker.a + 1
     cdef double d_lo, d_delta, gam, b, u
-    if P.mode != LINEAR:
+    if P.mode == EXACT:
         # the column's decays are those of its setup's sums
         _column_sums(P, col, z, col.Wpts, False, True, True, nthr)
         return
@@ -304,7 +292,7 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col, double* g
     _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
               col.tb.Ldep, a1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
     # class weights binned, for the grid-motion term
-    _bin_weights(P, col, z, NULL, LINEAR)
+    _bin_weights(P, col, z, NULL)
     # gamma_g = d(nl)/dG_g with binning fractions fixed
     d_lo = 0.0
     d_delta = 0.0
@@ -339,12 +327,14 @@ cdef class _Work:
     evaluation's column passes (``column_work``): allocating the scratch anew
     each time cost 30% of an exact evaluation at n = 1e4 (14.1 ms against
     10.2), most of it the kernel mapping and unmapping pages."""
-    def __cinit__(self, int[::1] y, int K, double[::1] h, int mode, bint at_anchor, Py_ssize_t nbin,
+    def __cinit__(self, int[::1] y, int K, double[::1] h, int mode, Py_ssize_t nbin,
                   double eps, const double[::1] beta, int num_threads, bint points=True):
         cdef Py_ssize_t n = y.shape[0], i
         cdef int k
         if K < 1 or h.shape[0] != K:
             raise ValueError("need K >= 1 and one bandwidth per class")
+        if mode != EXACT and mode != LINEAR:
+            raise ValueError(f"mode must be MODE_EXACT ({EXACT}) or MODE_LINEAR ({LINEAR}), got {mode}")
         self.y = y
         self.nthr = max(1, num_threads)
         self.points = points
@@ -367,7 +357,6 @@ cdef class _Work:
         self.P.h = self.h
         self.P.wcls = self.wcls
         self.P.mode = mode
-        self.P.at_anchor = at_anchor
         self.P.nbin = nbin
         self.P.eps = eps
         if beta.shape[0] < 1 or beta.shape[0] > _MAX_ORDER + 1:
@@ -384,7 +373,7 @@ cdef class _Work:
             memset(&self.cols[self.capacity], 0, (w - self.capacity) * sizeof(Column))
             self.capacity = w
         while self.ncol < w:
-            if _column_alloc(&self.cols[self.ncol], self.P.n, self.P.mode, self.P.at_anchor, self.P.nbin,
+            if _column_alloc(&self.cols[self.ncol], self.P.n, self.P.mode, self.P.nbin,
                              self.P.K, self.P.shared,
                              # grid-only scratch: one order more, for GridTables' psi kernel
                              self.P.ker.a + (1 if self.points else 2), self.points):
@@ -414,11 +403,10 @@ cdef class _Work:
             self.hints[t * self.P.n] = -1
         return 0
 
-    cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, bint at_anchor,
-                    Py_ssize_t nbin) except -1:
+    cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, Py_ssize_t nbin) except -1:
         cdef int k
         cdef bint same = (y.shape[0] == self.P.n and K == self.P.K and h.shape[0] == K
-                          and mode == self.P.mode and at_anchor == self.P.at_anchor
+                          and mode == self.P.mode
                           and (mode == EXACT or nbin == self.P.nbin))
         if same and y.shape[0] > 0:
             same = &y[0] == self.P.y
@@ -436,19 +424,19 @@ cdef class _Work:
         free(self.cols); free(self.h); free(self.wcls); free(self.hints); free(self.Zkept)
 
 
-def column_work(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
+def column_work(int[::1] y, int K, double[::1] h, int mode,
                 Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads):
     """Scratch for log_densities and log_density_gradient with these arguments
     (Zt of any number of rows), to pass as their ``work`` when calling them often."""
-    return _Work(y, K, h, mode, at_anchor, nbin, eps, beta, num_threads)
+    return _Work(y, K, h, mode, nbin, eps, beta, num_threads)
 
 
-cdef _Work _work_for(int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
+cdef _Work _work_for(int[::1] y, int K, double[::1] h, int mode,
                      Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, _Work work):
     # y, K, h, the mode and nbin are checked; eps, beta and the threads are the caller's to keep
     if work is None:
-        return _Work(y, K, h, mode, at_anchor, nbin, eps, beta, num_threads)
-    work._check(y, K, h, mode, at_anchor, nbin)
+        return _Work(y, K, h, mode, nbin, eps, beta, num_threads)
+    work._check(y, K, h, mode, nbin)
     return work
 
 
@@ -473,10 +461,10 @@ cdef inline int _setup_one(const Problem* P, const double* Zt, Py_ssize_t t, Col
     return 0
 
 
-cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h, int mode, bint at_anchor,
+cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h, int mode,
                       Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, _Work work):
     """The column passes' scratch for Zt, with room for a wave's columns."""
-    cdef _Work wk = _work_for(y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
+    cdef _Work wk = _work_for(y, K, h, mode, nbin, eps, beta, num_threads, work)
     if Zt.shape[1] != wk.P.n:
         raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
     wk._ensure_hints(Zt.shape[0])
@@ -485,7 +473,7 @@ cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
-                  int mode, bint at_anchor, Py_ssize_t nbin, double eps, const double[::1] beta,
+                  int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
                   int num_threads, _Work work=None):
     """logf[i, k] = sum_t log f_kt(z_it); Zt is [ndim, n]. ``work``: from column_work.
 
@@ -494,7 +482,7 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     column), then every thread adds the wave's logs over blocks of points.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef _Work wk = _wave_work(Zt, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
+    cdef _Work wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, work)
     cdef const Problem* P = &wk.P
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
     cdef int nslot = min(ndim, _NSLOT), slot
@@ -527,7 +515,7 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
-                         int mode, bint at_anchor, Py_ssize_t nbin, double eps,
+                         int mode, Py_ssize_t nbin, double eps,
                          double[:, ::1] post, const double[::1] beta, int num_threads, _Work work=None):
     """n * d l / d Z, as [ndim, n], given the class posteriors [n, K]. ``work``: from column_work.
 
@@ -535,7 +523,7 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     a thread, the per-point terms on every thread.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef _Work wk = _wave_work(Zt, y, K, h, mode, at_anchor, nbin, eps, beta, num_threads, work)
+    cdef _Work wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, work)
     cdef const Problem* P = &wk.P
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w, c, inner
     if post.shape[0] != n or post.shape[1] != K:
@@ -567,7 +555,7 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             else:
                 for c in prange(w, num_threads=w, schedule='static'):
                     _column_grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner)
-            if P.mode != LINEAR:
+            if P.mode == EXACT:
                 _sample_terms(P, cols, w, &dv[t0, 0], nthr)
             t0 = t0 + w
     if bad:

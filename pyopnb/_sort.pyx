@@ -251,31 +251,3 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
         if xs != NULL:
             xs[i] = _key_value(a[i].key)
     return 0
-
-
-def argsort_hinted(const double[::1] x, Py_ssize_t[::1] hint):
-    """The stable argsort of x, starting from (and updating) ``hint`` (see
-    _argsort_hinted; hint[0] = -1 for none); for the tests."""
-    cdef Py_ssize_t n = x.shape[0]
-    if hint.shape[0] != n:
-        raise ValueError("hint must have one entry per key")
-    out = np.empty(n, dtype=np.intp)
-    cdef Py_ssize_t[::1] ov = out
-    if n:
-        with nogil:
-            _argsort_hinted(&x[0], n, &ov[0], NULL, &hint[0], 1)
-    return out
-
-
-def argsort(const double[::1] x, int num_threads):
-    """Stable argsort of a float64 vector (radix sort; NaN-free input)."""
-    cdef Py_ssize_t n = x.shape[0]
-    out = np.empty(n, dtype=np.intp)
-    cdef Py_ssize_t[::1] ov = out
-    cdef int rc = 0
-    if n:
-        with nogil:
-            rc = _argsort(&x[0], n, &ov[0], NULL, max(1, num_threads))
-    if rc:
-        raise MemoryError("argsort: out of memory")
-    return out

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import column_names, feature_order, fit_data
 from .fitting import fit
-from .formulation import Formulation, formulation
+from .formulation import Formulation, corrected, formulation
 from .model import OPNBModel, predict, projection, staged_log_joint
 
 __all__ = ["OPNBClassifier"]
@@ -101,11 +101,8 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         if self.correct is not None:
             warnings.warn("OPNBClassifier(correct=True) is deprecated: use formulation='correct'",
                           DeprecationWarning, stacklevel=3)
-            if self.correct and name == "R":
-                name = "correct"
-            elif self.correct:
-                raise ValueError(f"correct=True belongs to formulation 'R' (it is formulation='correct'), not "
-                                 f"{name!r}")
+            if self.correct:
+                name = corrected(name)
         given = {k: getattr(self, k) for k in ("lam", "scale", "C", "gamma", "prescale", "V0")
                  if getattr(self, k) is not None}
         return formulation(name, **given)

@@ -38,11 +38,12 @@ import numpy as np
 from . import _linalg, _project, _threads
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
-from .objective import Problem, Workspace, check_problem, evaluate, evaluate_normalised, grid_tables
+from .objective import (CORRECT_BEHAVIOUR, R_BEHAVIOUR, Behaviour, Problem, Workspace, check_problem, evaluate,
+                        evaluate_normalised, grid_tables)
 
 __all__ = ["Formulation", "RFormulation", "CorrectFormulation", "JournalFormulation", "FORMULATIONS",
-           "formulation", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
-           "r_standardise", "greedy_order"]
+           "formulation", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
+           "r_standardise", "r_start", "greedy_order"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
 _SILVERMAN_054 = 0.54
@@ -170,7 +171,10 @@ def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
     return pen, (lambda V: 2.0 * _linalg.matmul(Cmat, V))
 
 
-def _start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
+def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
+    """R's start on the scaled data: V0 as given (a matrix, or a function of
+    (Xs, y, ndim) with y 1-based, as R's OPNB calls it), else the leading
+    ndim eigenvectors of cov(Xs)."""
     d = Xs.shape[1]
     if V0 is None:
         # the first ndim eigenvectors of R's cov(Xs), by decreasing eigenvalue.
@@ -288,8 +292,8 @@ class RFormulation(Formulation):
 
     name: ClassVar[str] = "R"
     params: ClassVar[Dict[str, Any]] = {"lam": 1e-3, "scale": True, "C": None, "V0": None}
-    # the objective's behaviour (objective.evaluate)
-    compat: ClassVar[str] = "R"
+    # how the objective is computed (objective.evaluate)
+    behaviour: ClassVar[Behaviour] = R_BEHAVIOUR
 
     def __post_init__(self) -> None:
         self.lam = check_lam(self.lam)
@@ -303,14 +307,14 @@ class RFormulation(Formulation):
         PI = np.bincount(codes, minlength=K) / codes.size
         problem = check_problem(Xs, codes.astype(np.int32), PI, np.ones(K))
         y1 = codes + 1
-        V = _start(self.V0, Xs, y1, ndim)
+        V = r_start(self.V0, Xs, y1, ndim)
         pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
         return Setup(mu, scales, None, problem, V, self.lam, pen, dpen)
 
     def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
                    threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
         """l(V) (R's) and its gradient in V."""
-        return evaluate(V, problem, nbin, self.compat, gradient, threads, ws)
+        return evaluate(V, problem, nbin, self.behaviour, gradient, threads, ws)
 
     def column_order(self, V: np.ndarray, problem: Problem, nbin: Optional[int], threads: int,
                      ws: Optional[Workspace]) -> List[int]:
@@ -349,7 +353,7 @@ class CorrectFormulation(RFormulation):
     density summed from the binned weights and its exact gradient."""
 
     name: ClassVar[str] = "correct"
-    compat: ClassVar[str] = "correct"
+    behaviour: ClassVar[Behaviour] = CORRECT_BEHAVIOUR
 
     # the paper's objective has none of R's binned shortcuts or defects
     column_order = Formulation.column_order
@@ -387,7 +391,7 @@ class JournalFormulation(Formulation):
         if self.V0 is None:
             V = lda_start(Xs, codes, K, ndim)
         else:
-            V = _start(self.V0, Xs, codes + 1, ndim)
+            V = r_start(self.V0, Xs, codes + 1, ndim)
         return Setup(mu, scales, T, problem, V, 0.0, None, None)
 
     def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
@@ -404,6 +408,15 @@ class JournalFormulation(Formulation):
 
 
 FORMULATIONS: Dict[str, type] = {f.name: f for f in (RFormulation, CorrectFormulation, JournalFormulation)}
+
+
+def corrected(name: str) -> str:
+    """The formulation that the deprecated flag ``correct=True`` selects
+    beside ``name``: R's formulation with the paper's objective."""
+    if FORMULATIONS.get(name) is RFormulation:
+        return CorrectFormulation.name
+    raise ValueError(f"correct=True belongs to formulation {RFormulation.name!r} (it is formulation="
+                     f"{CorrectFormulation.name!r}), not {label_text(name)}")
 
 
 def formulation(name: str, **params: Any) -> Formulation:

@@ -12,7 +12,7 @@ import numpy as np
 from . import _ksum, _threads
 from ._validation import as_float_vector, as_nbin, as_positive_scalar
 
-__all__ = ["fk_sum", "kernel_integral", "DEFAULT_BETA"]
+__all__ = ["fk_sum", "kernel_integral", "binned_weights", "DEFAULT_BETA"]
 
 KsumType = Literal["ksum", "dksum", "both"]
 
@@ -45,7 +45,7 @@ def kernel_integral(beta: Sequence[float] = DEFAULT_BETA) -> float:
     return float(2.0 * np.sum(b * fact))
 
 
-def _binned_weights(x: np.ndarray, omega: np.ndarray, nbin: int):
+def binned_weights(x: np.ndarray, omega: np.ndarray, nbin: int):
     """FKSUM's grid over (centred) x and the linearly binned weights on it."""
     lo = x.min() - _BIN_MARGIN
     hi = x.max() + _BIN_MARGIN
@@ -120,7 +120,7 @@ def fk_sum(
     else:
         # FKSUM centres x first; the grid and the binning follow it exactly
         centre = xv.mean()
-        grid, gw = _binned_weights(xv - centre, w, nbin)
+        grid, gw = binned_weights(xv - centre, w, nbin)
         S, D = _ksum.grid_sums(grid, gw.reshape(-1, 1), hv, b, np.ascontiguousarray(ev - centre), want_S, want_D,
                                thr)
     S = None if S is None else S[:, 0]

@@ -5,7 +5,8 @@ with ``z_i = V' x_i``, ``f_k(z) = prod_t f_kt(z_t)`` and
 ``f_kt(x) = 1/(n_k h_k) sum_{j: y_j = k} K((x - z_jt) / h_k)``, K the default
 kernel ``(1 + |u|) exp(-|u|) / 4``. No penalty here (see :mod:`pyopnb.model`).
 
-Two behaviours, chosen by ``compat``:
+Two behaviours, chosen by ``compat`` (:class:`Behaviour` objects, which the
+formulations hold):
 
 ``"R"``
     R OPNB 1.0's numbers, defects included: ``f_NB_exact`` squares the priors;
@@ -33,12 +34,33 @@ from ._validation import as_nbin
 from .ksum import DEFAULT_BETA
 
 __all__ = ["f_NB_exact", "df_NB_exact", "f_NB_cpp", "df_NB_cpp", "f_NB_normalised", "df_NB_normalised",
-           "objective_and_gradient", "Compat"]
+           "objective_and_gradient", "Compat", "Behaviour", "R_BEHAVIOUR", "CORRECT_BEHAVIOUR",
+           "INTERPOLATED_BEHAVIOUR"]
 
 Compat = Literal["R", "correct"]
 
-# the core's modes of the column-at-a-time passes (R's binned objective has its own: GridTables)
-_EXACT, _LINEAR = 0, 2
+
+@dataclass(frozen=True)
+class Behaviour:
+    """How l(V) is computed, as a formulation asks for it.
+
+    squared_priors: R's exact value multiplies by PI_k twice (its gradient
+    does not). binned: where binned densities are read: ``"grid"``, at each
+    point's grid point (R's f_NB_cpp / df_NB_cpp, _grid.RGridTables);
+    ``"points"``, summed from the binned weights at each point (the paper's,
+    _passes' linear mode); ``"interpolated"``, the grid's log densities
+    interpolated at each point (the journal's, _grid.InterpGridTables)."""
+
+    squared_priors: bool
+    binned: Literal["grid", "points", "interpolated"]
+
+
+R_BEHAVIOUR = Behaviour(squared_priors=True, binned="grid")
+CORRECT_BEHAVIOUR = Behaviour(squared_priors=False, binned="points")
+INTERPOLATED_BEHAVIOUR = Behaviour(squared_priors=False, binned="interpolated")
+# R's compat= argument, at the public functions' boundary
+_COMPAT = {"R": R_BEHAVIOUR, "correct": CORRECT_BEHAVIOUR}
+
 # R's f_NB_cpp / df_NB_cpp widen the grid of each projected column by this much.
 _GRID_EPS = 1e-8
 
@@ -114,8 +136,9 @@ def _check_V(V: Any, d: int) -> np.ndarray:
 
 
 def _new_tables(ndim: int, p: Problem, nbin: int, gradient: bool, threads: int,
-                interp: bool = False) -> "_grid.GridTables":
-    return _grid.GridTables(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads, interp)
+                interp: bool) -> "_grid.GridTables":
+    kind = _grid.InterpGridTables if interp else _grid.RGridTables
+    return kind(ndim, p.y0, p.K, p.h, nbin, _GRID_EPS, DEFAULT_BETA, gradient, threads)
 
 
 def _tables_for(ws: "Workspace | None", ndim: int, p: Problem, nb: int, gradient: bool, thr: int,
@@ -130,9 +153,9 @@ def _tables_for(ws: "Workspace | None", ndim: int, p: Problem, nb: int, gradient
     return tables
 
 
-def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_grid.GridTables":
-    """R's binned densities of each column of Z at its grid points (see _grid.GridTables)."""
-    return _new_tables(Zt.shape[0], p, nbin, gradient, threads).update(Zt)
+def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: int) -> "_grid.RGridTables":
+    """R's binned densities of each column of Z at its grid points (see _grid.RGridTables)."""
+    return _new_tables(Zt.shape[0], p, nbin, gradient, threads, False).update(Zt)
 
 
 def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int) -> Tuple[float, np.ndarray]:
@@ -142,9 +165,10 @@ def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int
     return float(value), post
 
 
-def _check_compat(compat: str) -> None:
-    if compat not in ("R", "correct"):
+def _behaviour(compat: str) -> Behaviour:
+    if compat not in _COMPAT:
         raise ValueError(f"compat must be 'R' or 'correct', got {compat!r}")
+    return _COMPAT[compat]
 
 
 def objective_and_gradient(
@@ -156,12 +180,12 @@ def objective_and_gradient(
     With ``compat="R"`` these are R's ``f_NB_*`` value and ``df_NB_*`` gradient
     (which, binned, are not consistent with each other; see the module notes).
     """
-    _check_compat(compat)
+    behaviour = _behaviour(compat)
     p = check_problem(X, y0, PI, h)
     Va = _check_V(V, p.X.shape[1])
     nb = None if nbin is None else as_nbin(nbin, allow_none=False)
     thr = _threads.resolve(threads)
-    return evaluate(Va, p, nb, compat, gradient, thr)
+    return evaluate(Va, p, nb, behaviour, gradient, thr)
 
 
 class Workspace:
@@ -180,20 +204,16 @@ class Workspace:
         """The column passes' scratch for this problem and mode (made once)."""
         key = (mode, nb, thr)
         if self.work is None or self.work_key != key or self.work_problem is not p:
-            self.work = _passes.column_work(p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr)
+            self.work = _passes.column_work(p.y0, p.K, p.h, mode, nb, _GRID_EPS, DEFAULT_BETA, thr)
             self.work_key = key
             self.work_problem = p
         return self.work
 
 
-def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradient: bool,
-             thr: int, ws: Workspace | None = None, interp: bool = False) -> Tuple[float, np.ndarray | None]:
-    """objective_and_gradient on validated input (a fit validates its data once).
-
-    interp (binned, compat="correct"): each column's log densities at its grid
-    points interpolated linearly at the points, and the exact gradient of
-    that (the journal formulation's binned value), instead of each point's
-    density summed from the binned weights."""
+def evaluate(Va: np.ndarray, p: Problem, nb: int | None, behaviour: Behaviour, gradient: bool,
+             thr: int, ws: Workspace | None = None) -> Tuple[float, np.ndarray | None]:
+    """objective_and_gradient on validated input (a fit validates its data
+    once), computed as ``behaviour`` says."""
     binned = nb is not None
     Va = np.ascontiguousarray(Va, dtype=np.float64)
     # Z' with R's summation order (see _project.project), columns of Z contiguous
@@ -202,9 +222,9 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         ws.Zt = Zt
     logprior = _linalg.c_log_array(p.PI)
 
-    if binned and (compat == "R" or interp):
-        # R's binned value and gradient read densities at grid points: per-column tables
-        tables = _tables_for(ws, Va.shape[1], p, nb, gradient, thr, compat != "R")
+    if binned and behaviour.binned != "points":
+        # densities read on each column's grid: per-column tables
+        tables = _tables_for(ws, Va.shape[1], p, nb, gradient, thr, behaviour.binned == "interpolated")
         tables.update(Zt)
         value, post = tables.value_and_posteriors(logprior, gradient)
         if not gradient:
@@ -212,18 +232,17 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, compat: Compat, gradien
         return float(value), _gradient_in_V(tables.gradient(post), p.X, thr)
 
     # exact sums, or the correct binned value (linear binning, densities at the points)
-    mode, nb = (_LINEAR, nb) if binned else (_EXACT, 0)
+    mode, nb = (_passes.MODE_LINEAR, nb) if binned else (_passes.MODE_EXACT, 0)
     work = None if ws is None else ws.column_work(p, mode, nb, thr)
-    logf = _passes.log_densities(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, DEFAULT_BETA, thr, work)
-    squared = compat == "R" and not binned
+    logf = _passes.log_densities(Zt, p.y0, p.K, p.h, mode, nb, _GRID_EPS, DEFAULT_BETA, thr, work)
+    squared = behaviour.squared_priors and not binned
     value, post = _loglik(logf, p.y0, 2 * logprior if squared else logprior, thr)
     if not gradient:
         return value, None
     if squared:
         # R's exact value squares the priors, its gradient does not
         _, post = _loglik(logf, p.y0, logprior, thr)
-    dZt = _passes.log_density_gradient(Zt, p.y0, p.K, p.h, mode, False, nb, _GRID_EPS, post, DEFAULT_BETA, thr,
-                                     work)
+    dZt = _passes.log_density_gradient(Zt, p.y0, p.K, p.h, mode, nb, _GRID_EPS, post, DEFAULT_BETA, thr, work)
     return value, _gradient_in_V(dZt, p.X, thr)
 
 
@@ -240,7 +259,7 @@ def evaluate_normalised(Va: np.ndarray, p: Problem, nb: int | None, gradient: bo
     Vbar = Va / norms
     # binned: each column's class log densities on its grid (class bandwidths)
     # interpolated at the points, a value that moves smoothly with z
-    value, gbar = evaluate(Vbar, p, nb, "correct", gradient, thr, ws, interp=True)
+    value, gbar = evaluate(Vbar, p, nb, INTERPOLATED_BEHAVIOUR, gradient, thr, ws)
     if gbar is None:
         return value, None
     return value, (gbar - Vbar * _linalg.r_colsums(np.ascontiguousarray(Vbar * gbar))) / norms

@@ -6,19 +6,15 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from pyopnb.datasets import load_pima
 from pyopnb.estimator import OPNBClassifier
+
+pd = pytest.importorskip("pandas", reason="pandas is not installed")
 
 
 @parametrize_with_checks([OPNBClassifier(nbin=50), OPNBClassifier(nbin=None, ndim=2),
                           OPNBClassifier(formulation="journal", nbin=None, ndim=2)])
 def test_sklearn_checks(estimator, check):
     check(estimator)
-
-
-@pytest.fixture(scope="module")
-def pima():
-    return load_pima()
 
 
 def test_pipeline_and_grid_search(pima):
@@ -91,3 +87,29 @@ def test_a_grid_search_warns_once_per_fit(pima):
     said = [str(w.message) for w in rec if issubclass(w.category, ConvergenceWarning)]
     assert len(said) == 2 * 3 + 1  # each of the 6 fits and the refit, once
     assert len(set(said)) == 1 and said[0].startswith("OPNBClassifier: L-BFGS-B stopped at its iteration limit")
+
+
+def test_estimator_matches_dataframe_columns_by_name(pima):
+    tr = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    te = pd.DataFrame(pima.X_test, columns=list(pima.feature_names))
+    clf = OPNBClassifier(ndim=2, nbin=None).fit(tr, pima.y_train)
+    shuffled = te[list(reversed(pima.feature_names))]
+    np.testing.assert_array_equal(clf.predict_proba(shuffled), clf.predict_proba(te))
+    np.testing.assert_array_equal(clf.transform(shuffled), clf.transform(te))
+    with pytest.raises(ValueError, match=r"X: columns differ from the training data: missing \['npreg'\]"):
+        clf.predict(te.drop(columns=["npreg"]))
+
+
+def test_estimator_feature_names_out_and_pandas_output(pima):
+    tr = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    clf = OPNBClassifier(ndim=3, nbin=None).fit(tr, pima.y_train)
+    assert list(clf.get_feature_names_out()) == ["opnbclassifier0", "opnbclassifier1", "opnbclassifier2"]
+    out = clf.set_output(transform="pandas").transform(tr)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(clf.get_feature_names_out())
+    np.testing.assert_allclose(out.to_numpy(), (pima.X_train - clf.model_.mu) @ clf.model_.V, rtol=1e-12)
+
+
+def test_estimator_takes_no_sample_weight(pima):
+    # weights would be ignored by the unweighted kernel sums: refused, not silently dropped
+    with pytest.raises(TypeError):
+        OPNBClassifier(ndim=2).fit(pima.X_train, pima.y_train, sample_weight=np.ones(200))

@@ -2,18 +2,12 @@
 warning only where it is not the formulation's normal end, advice that fits
 the call, the iteration limit as a parameter, and errors that name the
 problem in the data."""
-import warnings
-
 import numpy as np
 import pytest
 
-from pyopnb import OPNB, ConvergenceWarning, OPNB_CV_lam, opnb_journal, opnb_journal_cv
-from pyopnb.datasets import load_pima
+from helpers import convergence_warnings
 
-
-@pytest.fixture(scope="module")
-def pima():
-    return load_pima()
+from pyopnb import OPNB, opnb_journal
 
 
 def _optimiser_ends_with(monkeypatch, code):
@@ -30,16 +24,9 @@ def _optimiser_ends_with(monkeypatch, code):
     monkeypatch.setattr(fitting._lbfgsb, "minimize", minimize)
 
 
-def _convergence_warnings(fn):
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        out = fn()
-    return out, [str(w.message) for w in rec if issubclass(w.category, ConvergenceWarning)]
-
-
 def test_a_failed_line_search_is_Rs_binned_objectives_normal_end(pima, monkeypatch):
     _optimiser_ends_with(monkeypatch, 52)
-    m, said = _convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2))
+    m, said = convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2))
     assert said == []  # R's binned gradient is not its value's derivative: R's OPNB stops there too
     assert m.convergence == 52 and "convergence=52 (line search failed)" in repr(m)
 
@@ -53,7 +40,7 @@ def test_a_failed_line_search_is_Rs_binned_objectives_normal_end(pima, monkeypat
 ])
 def test_a_failed_line_search_elsewhere_warns_with_advice_that_fits_the_call(pima, monkeypatch, fit, must, must_not):
     _optimiser_ends_with(monkeypatch, 52)
-    m, said = _convergence_warnings(lambda: fit(pima))
+    m, said = convergence_warnings(lambda: fit(pima))
     assert len(said) == 1 and m.convergence == 52
     assert "line search failed (convergence code 52" in said[0]
     for text in must:
@@ -63,31 +50,18 @@ def test_a_failed_line_search_elsewhere_warns_with_advice_that_fits_the_call(pim
 
 
 def test_the_iteration_limit_warns_and_maxit_is_the_callers(pima):
-    m, said = _convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, maxit=3))
+    m, said = convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, maxit=3))
     assert m.convergence == 1
     assert len(said) == 1 and "iteration limit, maxit = 3 (convergence code 1" in said[0]
     assert "Give a larger maxit" in said[0]
-    m, said = _convergence_warnings(lambda: opnb_journal(pima.X_train, pima.y_train, ndim=2, maxit=2))
+    m, said = convergence_warnings(lambda: opnb_journal(pima.X_train, pima.y_train, ndim=2, maxit=2))
     assert m.convergence == 1 and "opnb_journal: L-BFGS-B stopped at its iteration limit, maxit = 2" in said[0]
-    ok, said = _convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, lam=1e-2,
+    ok, said = convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, lam=1e-2,
                                                   maxit=500))
     assert ok.convergence == 0 and said == []
     for bad in (0, -1, 2.5, True, "100"):
         with pytest.raises(ValueError, match="maxit must be a positive integer"):
             OPNB(pima.X_train, pima.y_train, ndim=2, maxit=bad)
-
-
-def test_cross_validation_warns_once_counting_its_fits(pima):
-    cv, said = _convergence_warnings(lambda: OPNB_CV_lam(pima.X_train, pima.y_train, 3, nlam=2, ndim=2, nbin=None,
-                                                         maxit=2))
-    inner = [s for s in said if s.startswith("OPNB_CV_lam:")]
-    assert len(inner) == 1 and "6 of 6 fits did not end as they should" in inner[0]
-    assert "maxit = 2" in inner[0]
-    # the refit on every row is a fit of its own
-    assert [s for s in said if s.startswith("OPNB:")] and cv["model"].convergence == 1
-    _, said = _convergence_warnings(lambda: opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[1.0], ndim=[1, 2],
-                                                            maxit=1))
-    assert sum(s.startswith("opnb_journal_cv: 3 of 3 fits") for s in said) == 1
 
 
 @pytest.mark.parametrize("make, message", [

@@ -9,7 +9,6 @@ from helpers import central_difference
 from hypothesis import strategies as st
 
 from pyopnb import opnb_journal, predict
-from pyopnb.datasets import load_pima
 from pyopnb.discriminant import lda_start, within_between
 from pyopnb.formulation import journal_bandwidths
 from pyopnb.formulation import r_standardise
@@ -113,72 +112,6 @@ def test_invariances(nbin):
     np.testing.assert_allclose(df_NB_normalised(V, X, relabel[y], PI[inv], h[inv], nbin), g, rtol=1e-9, atol=1e-13)
 
 
-@pytest.mark.parametrize("seed, K, ndim", [(0, 3, 2), (1, 4, 3), (2, 5, 2), (3, 2, 1)])
-def test_start_is_lda_scalings(seed, K, ndim):
-    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-
-    rng = np.random.default_rng(seed)
-    n, d = 300, 6
-    y = rng.integers(0, K, n)
-    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + rng.normal(scale=2, size=(K, d))[y]
-    V = lda_start(X, y, K, ndim)
-    S = LinearDiscriminantAnalysis(solver="eigen").fit(X, y).scalings_[:, :ndim]
-    S = S / np.linalg.norm(S, axis=0)
-    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0, rtol=1e-12)
-    np.testing.assert_allclose(np.abs(np.sum(V * S, axis=0)), 1.0, rtol=1e-8)
-
-
-def test_start_completes_with_principal_components_of_the_rest():
-    rng = np.random.default_rng(5)
-    n, d, K = 400, 6, 3
-    y = rng.integers(0, K, n)
-    X = rng.normal(size=(n, d)) * np.array([1, 1, 5, 3, 1, 1]) + rng.normal(scale=3, size=(K, d))[y]
-    V = lda_start(X, y, K, 4)
-    D = lda_start(X, y, K, 2)
-    np.testing.assert_allclose(V[:, :2], D, rtol=1e-12)
-    Q = np.linalg.qr(D)[0]
-    # the added columns are orthogonal to the discriminant directions, and
-    # are the top principal components of the data with those projected out
-    np.testing.assert_allclose(Q.T @ V[:, 2:], 0.0, atol=1e-10)
-    Xp = X - X @ Q @ Q.T
-    vals, vecs = np.linalg.eigh(np.cov(Xp, rowvar=False))
-    np.testing.assert_allclose(np.abs(np.sum(V[:, 2:] * vecs[:, ::-1][:, :2], axis=0)), 1.0, rtol=1e-8)
-
-
-def test_start_with_singular_within_class_covariance():
-    rng = np.random.default_rng(7)
-    n, K = 200, 3
-    y = rng.integers(0, K, n)
-    X = rng.normal(size=(n, 3)) + rng.normal(scale=3, size=(K, 3))[y]
-    X = np.column_stack([X, X[:, 0] + X[:, 1], np.zeros(n)])  # collinear and constant columns
-    Sw, _ = within_between(X, y, K)
-    assert np.linalg.matrix_rank(Sw) == 3
-    V = lda_start(X, y, K, 4)
-    assert np.all(np.isfinite(V)) and V.shape == (5, 4)
-    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0, rtol=1e-12)
-    # the discriminant directions never lean on the constant column
-    assert np.all(np.abs(V[4, :2]) < 1e-10)
-
-
-def test_bandwidths_follow_the_paper():
-    rng = np.random.default_rng(2)
-    X = np.column_stack([rng.normal(size=90), rng.normal(scale=3, size=90), np.zeros(90)])
-    y = np.repeat([0, 1], [30, 60])
-    h = journal_bandwidths(X, y, 2, 2.0)
-    for k, nk in ((0, 30), (1, 60)):
-        Xk = X[y == k]
-        # p = 2: the constant column does not count
-        want = 0.54 * 2.0 * np.sqrt(np.trace(np.cov(Xk, rowvar=False)) / 2) * nk ** -0.2
-        assert h[k] == pytest.approx(want, rel=1e-12)
-    with pytest.raises(ValueError, match="class 1 does not vary"):
-        journal_bandwidths(np.r_[X[:30], np.ones((60, 3))], y, 2, 1.0)
-
-
-@pytest.fixture(scope="module")
-def pima():
-    return load_pima()
-
-
 @pytest.mark.parametrize("nbin", [None, 500])
 def test_fit_gives_a_model_predict_takes(pima, nbin):
     m = opnb_journal(pima.X_train, pima.y_train, ndim=3, gamma=0.5, nbin=nbin)
@@ -229,37 +162,3 @@ def test_estimator_and_grid_search(pima):
         OPNBClassifier(formulation="paper").fit(pima.X_train, pima.y_train)
     with pytest.raises(ValueError, match="gamma must be a positive number"):
         OPNBClassifier(formulation="journal", gamma="x").fit(pima.X_train, pima.y_train)
-
-
-def test_cv_over_gamma_and_ndim_by_the_greedy_path(pima):
-    from pyopnb import opnb_journal_cv
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        a = opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[0.5, 1.0], ndim=[1, 3], nbin=None)
-        b = opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[0.5, 1.0], ndim=[1, 3], nbin=None, path=False)
-    assert a["cv_stats"].shape == (4, 3)
-    np.testing.assert_array_equal(a["cv_stats"][:, :2], [[0.5, 1], [0.5, 3], [1.0, 1], [1.0, 3]])
-    # at the largest ndim the path's fit is the refit's: same accuracy
-    np.testing.assert_array_equal(a["cv_stats"][1::2], b["cv_stats"][1::2])
-    # an accuracy by hand: gamma 1, ndim 1 through the path, fold 0 held out
-    from sklearn.model_selection import StratifiedKFold
-
-    from pyopnb.labels import factor
-
-    codes = factor(pima.y_train)[1]
-    folds = [t for _, t in StratifiedKFold(3, shuffle=True, random_state=0).split(pima.X_train, codes)]
-    hits = 0
-    for j, te in enumerate(folds):
-        tr = np.concatenate([f for i, f in enumerate(folds) if i != j])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            m = opnb_journal(pima.X_train[tr], pima.y_train[tr], ndim=3, gamma=1.0, nbin=None)
-        hits += int(np.sum(predict(m, pima.X_train[te], ndim=1, log=True)["class"] == pima.y_train[te]))
-    assert a["cv_stats"][2, 2] == hits / 200
-    best = int(np.argmax(a["cv_stats"][:, 2]))
-    assert (a["gamma"], a["ndim"]) == tuple(a["cv_stats"][best, :2])
-    assert a["model"].ndim == a["ndim"] and a["model"].h[0, 0] == pytest.approx(
-        journal_bandwidths(r_standardise(pima.X_train)[2], codes, 2, a["gamma"])[0], rel=1e-12)
-    with pytest.raises(ValueError, match="gamma must be a positive number"):
-        opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=["x"])

@@ -4,7 +4,6 @@ count; the Jacobi eigensolver against numpy's to rounding, with its sign
 convention. Bit-equality with R's own cov, crossprod and sums is checked
 live in validation/ (base R)."""
 import math
-import os
 
 import numpy as np
 import pytest

@@ -8,6 +8,7 @@ from helpers import central_difference
 from hypothesis import strategies as st
 
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
+from validation.naive import naive_r_binned
 
 
 def problem(seed, n=60, d=4, ndim=2, K=3, ties=True, equal=False):
@@ -204,25 +205,15 @@ def test_projection_sums_features_in_order():
     np.testing.assert_allclose(Zt, (X @ V).T, rtol=1e-12, atol=1e-12 * np.abs(X).max())
 
 
-# R's binned objective has two implementations: the column-at-a-time passes
-# (log_densities, log_density_gradient), which also serve the exact and the
-# correct modes, and GridTables, which a fit uses. They must agree.
+# R's binned objective as a fit evaluates it (RGridTables) against its
+# definition summed directly (validation.naive.naive_r_binned)
 _BETA = np.array([0.25, 0.25])
-
-
-def _column_passes(Zt, y, K, h, nbin, logprior):
-    from pyopnb import _passes
-
-    lf = _passes.log_densities(Zt, y, K, h, 2, True, nbin, 1e-8, _BETA, 2)
-    value, _ = _passes.log_posteriors(lf, y, logprior, 2)
-    _, post = _passes.log_posteriors(_passes.log_densities(Zt, y, K, h, 1, True, nbin, 1e-8, _BETA, 2), y, logprior, 2)
-    return value, post, _passes.log_density_gradient(Zt, y, K, h, 1, True, nbin, 1e-8, post, _BETA, 2)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 100_000), n=st.integers(3, 400), ndim=st.integers(1, 9), K=st.integers(2, 5),
        nbin=st.integers(2, 300), groups=st.booleans(), threads=st.integers(1, 3))
-def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, threads):
+def test_grid_tables_are_r_s_binned_objective(seed, n, ndim, K, nbin, groups, threads):
     from pyopnb import _grid
 
     rng = np.random.default_rng(seed)
@@ -230,19 +221,24 @@ def test_grid_tables_match_the_column_passes(seed, n, ndim, K, nbin, groups, thr
     Zt = rng.normal(size=(ndim, n)) * rng.uniform(0.1, 10)
     y = rng.integers(0, K, n).astype(np.int32)
     y[:K] = np.arange(K)
-    logprior = np.log(np.bincount(y, minlength=K) / n)
+    PI = np.bincount(y, minlength=K) / n
     h = rng.choice([0.5, 1.0, 2.0], K) if groups else np.ones(K)
-    value, post, dZ = _column_passes(Zt, y, K, h, nbin, logprior)
-    tables = _grid.GridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, threads)
-    # a second Z through the same object: its buffers are reused
+    value, post, dZ = naive_r_binned(Zt, y, PI, h, nbin)
+    tables = _grid.RGridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, threads)
+    # a second Z through the same object: its buffers are reused, to the bit
     tables.update(rng.normal(size=(ndim, n)))
-    tables.value_and_posteriors(logprior, True)
+    tables.value_and_posteriors(np.log(PI), True)
     tables.update(Zt)
-    v2, post2 = tables.value_and_posteriors(logprior, True)
-    assert v2 == value  # the same additions in the same order
-    np.testing.assert_array_equal(post2, post)
-    # class bandwidths too: both take a point's terms in class order
-    np.testing.assert_array_equal(tables.gradient(post2), dZ)
+    v2, post2 = tables.value_and_posteriors(np.log(PI), True)
+    g2 = tables.gradient(post2)
+    fresh = _grid.RGridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, 1).update(Zt)
+    v3, post3 = fresh.value_and_posteriors(np.log(PI), True)
+    assert v3 == v2  # the threads change nothing
+    np.testing.assert_array_equal(post3, post2)
+    np.testing.assert_array_equal(fresh.gradient(post3), g2)
+    assert v2 == pytest.approx(value, rel=1e-12, abs=1e-14)
+    np.testing.assert_allclose(post2, post, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(g2, dZ, rtol=1e-10, atol=1e-10 * np.abs(dZ).max())
 
 
 def _c_exp(x):
@@ -257,13 +253,13 @@ def test_class_bandwidth_decays_within_an_ulp():
     bandwidths, exp above; the far form past 600) against the C library's
     exp, exp(-d) alone likewise, and the one-bandwidth decays (R's path)
     exactly as exp(-d) d^k."""
-    from pyopnb import _ksum
+    from pyopnb import _testing
 
     rng = np.random.default_rng(3)
     h = np.array([0.25, 0.5, 1.0, 3.0, 0.7])  # odd: a class without a partner lane
     d = np.r_[0.0, 5e-324, np.geomspace(1e-12, 1.0, 400), rng.uniform(0, 2 / 64, 400) * h.min(),
               1 / 64 * h, np.nextafter(1 / 64 * h, 0), 200.0, 620.0]
-    T = _ksum.gap_decays(d, h, 2)
+    T = _testing.gap_decays(d, h, 2)
     u = d[:, None] / h
     e = _c_exp(-u)
     ref = e[..., None] * u[..., None] ** np.arange(3)
@@ -275,16 +271,16 @@ def test_class_bandwidth_decays_within_an_ulp():
     np.testing.assert_allclose(T[~near], ref[~near], rtol=1e-13, atol=0)
     assert T[0, :, 0].tolist() == [1.0] * 5 and not T[0, :, 1:].any()
     # exp(-d) alone (the default kernel's table with class bandwidths)
-    E = _ksum.gap_decays(d, h, 0)[..., 0]
+    E = _testing.gap_decays(d, h, 0)[..., 0]
     assert np.max(np.abs(E - ref[..., 0])[near] / np.spacing(ref[..., 0][near])) <= 1.0
     np.testing.assert_allclose(E[~near], ref[..., 0][~near], rtol=1e-13, atol=0)
-    one = _ksum.gap_decays(d, h[:1], 2)[:, 0]
+    one = _testing.gap_decays(d, h[:1], 2)[:, 0]
     exact = _c_exp(-(d / h[0]))
     np.testing.assert_array_equal(one[d / h[0] < 600, 0], exact[d / h[0] < 600])
 
 
-@pytest.mark.parametrize("mode, nbin, at_anchor", [(0, 0, False), (2, 300, False), (1, 300, True)])
-def test_class_bandwidths_are_each_class_in_its_own_bandwidth(mode, nbin, at_anchor):
+@pytest.mark.parametrize("linear, nbin", [(False, 0), (True, 300)])
+def test_class_bandwidths_are_each_class_in_its_own_bandwidth(linear, nbin):
     """One pass carries every class in its own bandwidth (the journal's
     formulation). Each class's log densities must be what a pass with that
     bandwidth for all classes gives (R's one-bandwidth path, glibc's exp).
@@ -300,7 +296,7 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(mode, nbin, at_anc
     Zt = np.vstack([np.cumsum(rng.uniform(0.0, 4 / 64 * 0.3, n) * (rng.random(n) > 0.05)),
                     rng.normal(size=n)])
     Zt = Zt[:, rng.permutation(n)].copy()
-    args = (mode, at_anchor, nbin, 1e-8, _BETA, 2)
+    args = (_passes.MODE_LINEAR if linear else _passes.MODE_EXACT, nbin, 1e-8, _BETA, 2)
     both = _passes.log_densities(Zt, y, K, h, *args)
     for k in range(K):
         alone = _passes.log_densities(Zt, y, K, np.full(K, h[k]), *args)[:, k]
@@ -319,27 +315,27 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(mode, nbin, at_anc
 def test_grid_gradient_where_a_class_density_underflows(K):
     """Classes 1500 bandwidths apart: each class's density is exactly 0 at
     the other's grid points, where the c weights are 0 by definition. The
-    gradient's two-at-a-time divisions (even and odd K) against the column
-    passes' scalar ones, to the bit."""
+    gradient's two-at-a-time divisions (even and odd K) against the direct
+    sums."""
     from pyopnb import _grid
 
     rng = np.random.default_rng(K)
     n = 300
     y = (np.arange(n) % K).astype(np.int32)
     Zt = np.vstack([rng.normal(size=n) + 1500.0 * y, rng.normal(size=n)])
-    logprior = np.log(np.bincount(y) / n)
+    PI = np.bincount(y) / n
     h = np.ones(K)
-    value, post, dZ = _column_passes(Zt, y, K, h, 200, logprior)
-    tables = _grid.GridTables(2, y, K, h, 200, 1e-8, _BETA, True, 2).update(Zt)
+    value, post, dZ = naive_r_binned(Zt, y, PI, h, 200)
+    tables = _grid.RGridTables(2, y, K, h, 200, 1e-8, _BETA, True, 2).update(Zt)
     assert np.any(tables.S_simple == 0.0)
-    v2, post2 = tables.value_and_posteriors(logprior, True)
+    v2, post2 = tables.value_and_posteriors(np.log(PI), True)
     dZ2 = tables.gradient(post2)
     assert np.all(np.isfinite(dZ2))
-    np.testing.assert_array_equal(dZ2, dZ)
+    np.testing.assert_allclose(dZ2, dZ, rtol=1e-10, atol=1e-10 * np.abs(dZ).max())
 
 
-@pytest.mark.parametrize("mode, nbin", [(0, 0), (2, 40)])
-def test_column_work_reused_across_evaluations(mode, nbin):
+@pytest.mark.parametrize("linear, nbin", [(False, 0), (True, 40)])
+def test_column_work_reused_across_evaluations(linear, nbin):
     """One scratch object serves a fit's evaluations: the same numbers as
     fresh scratch, for Z of 3, 1 and 6 columns in turn; a mismatched problem is refused."""
     from pyopnb import _passes
@@ -348,7 +344,8 @@ def test_column_work_reused_across_evaluations(mode, nbin):
     n, K, ndim = 200, 3, 3
     y = (np.arange(n) % K).astype(np.int32)
     h = np.array([1.0, 1.0, 0.5])
-    args = (y, K, h, mode, False, nbin, 1e-8, _BETA)
+    mode = _passes.MODE_LINEAR if linear else _passes.MODE_EXACT
+    args = (y, K, h, mode, nbin, 1e-8, _BETA)
     work = _passes.column_work(*args, 2)
     for nd in (ndim, 1, ndim + 3):
         Zt = rng.normal(size=(nd, n))
@@ -366,11 +363,11 @@ def test_column_work_reused_across_evaluations(mode, nbin):
             np.testing.assert_array_equal(_passes.log_density_gradient(second, *args[:-1], post, _BETA, 2, work),
                                           _passes.log_density_gradient(second, *args[:-1], post, _BETA, 2))
     with pytest.raises(ValueError, match="another problem"):
-        _passes.log_densities(Zt, y, K, np.ones(K), mode, False, nbin, 1e-8, _BETA, 2, work)
+        _passes.log_densities(Zt, y, K, np.ones(K), mode, nbin, 1e-8, _BETA, 2, work)
     with pytest.raises(ValueError, match="another problem"):
-        _passes.log_densities(Zt, y.copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
+        _passes.log_densities(Zt, y.copy(), K, h, mode, nbin, 1e-8, _BETA, 2, work)
     with pytest.raises(ValueError, match="another problem"):
-        _passes.log_densities(Zt[:, :100].copy(), y[:100].copy(), K, h, mode, False, nbin, 1e-8, _BETA, 2, work)
+        _passes.log_densities(Zt[:, :100].copy(), y[:100].copy(), K, h, mode, nbin, 1e-8, _BETA, 2, work)
 
 
 def test_grid_subset_values_are_the_objective_of_the_subsets():

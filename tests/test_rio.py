@@ -1,5 +1,6 @@
 """Model files: RDS and JSON round trips, bad files, nothing written on failure."""
 import gzip
+import os
 import warnings
 from pathlib import Path
 
@@ -7,13 +8,7 @@ import numpy as np
 import pytest
 
 from pyopnb import OPNB, predict, read_rds, write_rds
-from pyopnb.datasets import load_pima
 from pyopnb.rio import read_json, read_model, write_json, write_model
-
-
-@pytest.fixture(scope="module")
-def pima():
-    return load_pima()
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +125,22 @@ def test_a_model_R_saved_has_an_unknown_convergence():
     assert m.convergence is None
     assert "convergence=None (unknown: R does not keep it)" in repr(m)
     assert m.ynames.dtype == object and list(m.ynames) == ["No", "Yes"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_written_files_get_the_umask_mode(df_model, tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        write_rds(df_model, tmp_path / "m.rds")
+        write_json(df_model, tmp_path / "m.json")
+        (tmp_path / "plain").write_text("x")
+    finally:
+        os.umask(old)
+    plain = (tmp_path / "plain").stat().st_mode & 0o777
+    assert plain == 0o666 & ~umask
+    assert (tmp_path / "m.rds").stat().st_mode & 0o777 == plain
+    assert (tmp_path / "m.json").stat().st_mode & 0o777 == plain
+    # an existing file keeps its own mode, as a plain open() would leave it
+    os.chmod(tmp_path / "m.rds", 0o600)
+    write_rds(df_model, tmp_path / "m.rds")
+    assert (tmp_path / "m.rds").stat().st_mode & 0o777 == 0o600

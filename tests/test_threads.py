@@ -140,3 +140,19 @@ def test_journal_binned_objective_past_one_block():
     errs = [np.abs(g1 - central_difference(lambda W: f_NB_normalised(W, X, y, PI, h, nbin=200, threads=2), V, s)).max()
             for s in (1e-6, 1e-7)]
     assert min(errs) < 1e-5 * np.abs(g1).max()
+
+
+def test_openmp_spin_default_and_user_setting():
+    """pyopnb shortens OpenMP's idle spinning before its core loads, unless
+    the user chose a value."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, pyopnb; print(os.environ['GOMP_SPINCOUNT'])"
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "10000"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "GOMP_SPINCOUNT": "5"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "5"

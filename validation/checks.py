@@ -20,7 +20,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 import numpy as np
 
 from pyopnb import OPNB, OPNB_CV_lam, fk_sum, predict, read_rds
-from pyopnb.formulation import _start, r_colmeans, r_sd, r_standardise
+from pyopnb.formulation import r_start, r_colmeans, r_sd, r_standardise
 from pyopnb.labels import factor
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
 from validation import rbridge
@@ -240,8 +240,8 @@ def _check_kernel_constants():
     fx = load("fk_single")
     i = fx["inputs"]
     at_self = fk_sum([i["x"]], [i["omega"]], i["h"], [i["x"]])
-    logf = _passes.log_densities(np.array([[0.0, 1e4]]), np.array([0, 1], dtype=np.int32), 2, np.ones(2), 0, False, 0,
-                               0.0, DEFAULT_BETA, 1)
+    logf = _passes.log_densities(np.array([[0.0, 1e4]]), np.array([0, 1], dtype=np.int32), 2, np.ones(2),
+                                 _passes.MODE_EXACT, 0, 0.0, DEFAULT_BETA, 1)
     return [compare("fk_sum at a lone sample point", RECORDED, at_self, [fx["outputs"]["ksum"][1]], 0, 0, "bit for bit"),
             compare("objective's kernel at 0: log f_k(z_i) for a lone point", RECORDED, logf[0, 0], np.log(0.25), 0, 0,
                     "bit for bit"),
@@ -298,7 +298,7 @@ def _check_start():
     for name, X in _base_datasets():
         Xs = _scaled(X)
         nd = min(X.shape[1], 20)
-        ours = _start(None, Xs, np.ones(X.shape[0], dtype=int), nd)
+        ours = r_start(None, Xs, np.ones(X.shape[0], dtype=int), nd)
         ref = _r_eigen(Xs, nd)
         # eigenvectors of repeated eigenvalues (a zeroed constant column) are not unique: compare the first
         keep = slice(None) if np.ptp(X, axis=0).min() > 0 else slice(0, nd - 1)
@@ -448,7 +448,7 @@ def _check_optim():
     fn = rternalize(lambda v: ro.FloatVector([value(v)]))
     gr = rternalize(lambda v: ro.FloatVector(grad(v)))
     ro.globalenv["fn__"], ro.globalenv["gr__"] = fn, gr
-    V0 = _start(None, Xs, codes + 1, nd)
+    V0 = r_start(None, Xs, codes + 1, nd)
     rbridge.assign("v0__", V0.ravel(order="F"))
     res = rbridge.r("o__ <- optim(v0__, fn__, gr__, method = 'L-BFGS-B', control = list(fnscale = -1)); o__$par")
     V_r = np.asarray(res).reshape(d, nd, order="F")
@@ -577,14 +577,14 @@ def _live_fk_fixtures():
 
 def _naive_reference(inp: Dict):
     """(S, D, scale S, scale D) by exactly rounded naive sums (over the grid weights when binned)."""
-    from pyopnb.ksum import _binned_weights
+    from pyopnb.ksum import binned_weights
     from validation.naive import naive_fk_sum
 
     e = inp["x"] if inp["x_eval"] is None else inp["x_eval"]
     if inp["nbin"] is None:
         return naive_fk_sum(inp["x"], inp["omega"], inp["h"], e, inp["beta"])
     c = inp["x"].mean()
-    grid, gw = _binned_weights(inp["x"] - c, inp["omega"], int(inp["nbin"]))
+    grid, gw = binned_weights(inp["x"] - c, inp["omega"], int(inp["nbin"]))
     return naive_fk_sum(grid, gw, inp["h"], e - c, inp["beta"])
 
 

@@ -49,7 +49,7 @@ def items() -> List[Tuple[str, Callable[[], Any]]]:
     from pyopnb.datasets import load_pima
     from pyopnb.estimator import OPNBClassifier
     from pyopnb.discriminant import lda_start
-    from pyopnb.formulation import _start, r_standardise
+    from pyopnb.formulation import r_start, r_standardise
     from pyopnb.objective import f_NB_normalised, df_NB_normalised, objective_and_gradient
 
     pima = load_pima()
@@ -76,7 +76,7 @@ def items() -> List[Tuple[str, Callable[[], Any]]]:
 
     def starts():
         _, _, Xs = r_standardise(cancer.data)
-        return {"R": _start(None, Xs, cancer.target + 1, 10), "LDA": lda_start(Xs, cancer.target, 2, 10)}
+        return {"R": r_start(None, Xs, cancer.target + 1, 10), "LDA": lda_start(Xs, cancer.target, 2, 10)}
 
     def classifier():
         r = OPNBClassifier(ndim=3).fit(Xc, yc)

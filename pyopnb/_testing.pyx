@@ -1,0 +1,62 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
+# distutils: language = c++
+"""Test support: Python entry points to pieces of the compiled core that the
+product calls only from C (the gap decays of the kernel-sum recursion, the
+argsorts), so that tests can hold each to its reference alone. Nothing in
+pyopnb imports this module."""
+import numpy as np
+
+from pyopnb._core cimport _MAX_ORDER
+from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
+from pyopnb._sort cimport _argsort, _argsort_hinted
+
+MAX_ORDER = _MAX_ORDER
+
+
+def gap_decays(const double[::1] dist, const double[::1] h, int a):
+    """T [m, r, a+1]: d^k exp(-d), d = dist[j] / h[c], as the recursion takes
+    each gap in the class bandwidths h (r > 1 of them) or in one (r = 1)."""
+    cdef Py_ssize_t m = dist.shape[0], j
+    cdef int r = h.shape[0], c
+    if r < 1 or a < 0 or a > MAX_ORDER:
+        raise ValueError("need a bandwidth and 0 <= a <= MAX_ORDER")
+    T = np.empty((m, r, a + 1))
+    E = np.empty(r)
+    cdef double[:, :, ::1] tv = T
+    cdef double[::1] ev = E
+    for j in range(m):
+        if r == 1:
+            _decay(dist[j] / h[0], a, &tv[j, 0, 0])
+            continue
+        _exps(dist[j], &h[0], r, &ev[0])
+        for c in range(r):
+            _decay_from_exp(ev[c], dist[j] / h[c], a, &tv[j, c, 0])
+    return T
+
+
+def argsort(const double[::1] x, int num_threads):
+    """Stable argsort of a float64 vector (merge sort up to SORT_SMALL keys, radix above; NaN-free input)."""
+    cdef Py_ssize_t n = x.shape[0]
+    out = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] ov = out
+    cdef int rc = 0
+    if n:
+        with nogil:
+            rc = _argsort(&x[0], n, &ov[0], NULL, max(1, num_threads))
+    if rc:
+        raise MemoryError("argsort: out of memory")
+    return out
+
+
+def argsort_hinted(const double[::1] x, Py_ssize_t[::1] hint):
+    """The stable argsort of x, starting from (and updating) ``hint`` (see
+    _argsort_hinted; hint[0] = -1 for none); for the tests."""
+    cdef Py_ssize_t n = x.shape[0]
+    if hint.shape[0] != n:
+        raise ValueError("hint must have one entry per key")
+    out = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] ov = out
+    if n:
+        with nogil:
+            _argsort_hinted(&x[0], n, &ov[0], NULL, &hint[0], 1)
+    return out

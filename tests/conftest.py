@@ -1,0 +1,18 @@
+"""Fixtures shared by the test modules."""
+import pytest
+
+from pyopnb import OPNB
+from pyopnb.datasets import load_pima
+
+
+@pytest.fixture(scope="session")
+def pima():
+    """The Pima data, split as R's MASS package splits it (Pima.tr, Pima.te)."""
+    return load_pima()
+
+
+@pytest.fixture(scope="session")
+def df_model(pima):
+    """OPNB fitted on Pima's training part as a DataFrame (named columns), 3 columns, exact sums."""
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    return OPNB(pd.DataFrame(pima.X_train, columns=list(pima.feature_names)), pima.y_train, ndim=3, nbin=None)

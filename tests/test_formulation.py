@@ -1,0 +1,119 @@
+"""The formulations (pyopnb.formulation): each owns its start, bandwidths,
+objective and parameters; the registry serves every entry point."""
+import numpy as np
+import pytest
+
+from pyopnb import OPNB
+from pyopnb.discriminant import lda_start, within_between
+from pyopnb.formulation import FORMULATIONS, RFormulation, formulation, journal_bandwidths
+from pyopnb.objective import f_NB_exact
+
+
+def test_correct_objective_switch(pima):
+    r = OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None)
+    c = OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, correct=True)
+    assert r.fval != pytest.approx(c.fval, rel=1e-6)  # unequal classes: squared priors change the fit
+    # the correct fit's fval is the paper's objective at its V
+    Xs = (pima.X_train - c.mu) * c.scales
+    Vopt = (c.V / c.scales[:, None]) / c.h[0]
+    lam_pen = c.lam * np.sum(Vopt**2)
+    y0 = c.y - 1
+    assert c.fval == pytest.approx(f_NB_exact(Vopt, Xs, y0, c.PI, np.ones(2), compat="correct") - lam_pen, rel=1e-10)
+
+
+@pytest.mark.parametrize("seed, K, ndim", [(0, 3, 2), (1, 4, 3), (2, 5, 2), (3, 2, 1)])
+def test_start_is_lda_scalings(seed, K, ndim):
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    rng = np.random.default_rng(seed)
+    n, d = 300, 6
+    y = rng.integers(0, K, n)
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + rng.normal(scale=2, size=(K, d))[y]
+    V = lda_start(X, y, K, ndim)
+    S = LinearDiscriminantAnalysis(solver="eigen").fit(X, y).scalings_[:, :ndim]
+    S = S / np.linalg.norm(S, axis=0)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(V * S, axis=0)), 1.0, rtol=1e-8)
+
+
+def test_start_completes_with_principal_components_of_the_rest():
+    rng = np.random.default_rng(5)
+    n, d, K = 400, 6, 3
+    y = rng.integers(0, K, n)
+    X = rng.normal(size=(n, d)) * np.array([1, 1, 5, 3, 1, 1]) + rng.normal(scale=3, size=(K, d))[y]
+    V = lda_start(X, y, K, 4)
+    D = lda_start(X, y, K, 2)
+    np.testing.assert_allclose(V[:, :2], D, rtol=1e-12)
+    Q = np.linalg.qr(D)[0]
+    # the added columns are orthogonal to the discriminant directions, and
+    # are the top principal components of the data with those projected out
+    np.testing.assert_allclose(Q.T @ V[:, 2:], 0.0, atol=1e-10)
+    Xp = X - X @ Q @ Q.T
+    vals, vecs = np.linalg.eigh(np.cov(Xp, rowvar=False))
+    np.testing.assert_allclose(np.abs(np.sum(V[:, 2:] * vecs[:, ::-1][:, :2], axis=0)), 1.0, rtol=1e-8)
+
+
+def test_start_with_singular_within_class_covariance():
+    rng = np.random.default_rng(7)
+    n, K = 200, 3
+    y = rng.integers(0, K, n)
+    X = rng.normal(size=(n, 3)) + rng.normal(scale=3, size=(K, 3))[y]
+    X = np.column_stack([X, X[:, 0] + X[:, 1], np.zeros(n)])  # collinear and constant columns
+    Sw, _ = within_between(X, y, K)
+    assert np.linalg.matrix_rank(Sw) == 3
+    V = lda_start(X, y, K, 4)
+    assert np.all(np.isfinite(V)) and V.shape == (5, 4)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0, rtol=1e-12)
+    # the discriminant directions never lean on the constant column
+    assert np.all(np.abs(V[4, :2]) < 1e-10)
+
+
+def test_bandwidths_follow_the_paper():
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.normal(size=90), rng.normal(scale=3, size=90), np.zeros(90)])
+    y = np.repeat([0, 1], [30, 60])
+    h = journal_bandwidths(X, y, 2, 2.0)
+    for k, nk in ((0, 30), (1, 60)):
+        Xk = X[y == k]
+        # p = 2: the constant column does not count
+        want = 0.54 * 2.0 * np.sqrt(np.trace(np.cov(Xk, rowvar=False)) / 2) * nk ** -0.2
+        assert h[k] == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="class 1 does not vary"):
+        journal_bandwidths(np.r_[X[:30], np.ones((60, 3))], y, 2, 1.0)
+
+
+def test_the_registry_builds_each_formulation_and_names_whose_parameters_are_whose():
+    assert set(FORMULATIONS) == {"R", "correct", "journal"}
+    assert formulation("journal", gamma=2.0).gamma == 2.0
+    assert formulation("R").lam == 1e-3
+    with pytest.raises(ValueError, match="formulation must be one of 'R', 'correct', 'journal'"):
+        formulation("penalised")
+    with pytest.raises(ValueError, match="gamma"):
+        formulation("R", gamma=2.0)
+    with pytest.raises(ValueError, match="lam"):
+        formulation("journal", lam=1e-2)
+
+
+def test_a_fourth_formulation_is_one_class_and_one_registry_line(pima, monkeypatch):
+    """A formulation of our own, registered: the estimator fits it by name
+    with nothing else changed (here R's with a tenfold penalty, which must
+    give R's fit at ten times lam)."""
+    from dataclasses import dataclass
+
+    from pyopnb.estimator import OPNBClassifier
+
+    @dataclass(repr=False)
+    class Heavier(RFormulation):
+        name = "heavier"
+
+        def setup(self, *args, **kwargs):
+            s = super().setup(*args, **kwargs)
+            s.lam *= 10
+            return s
+
+    monkeypatch.setitem(FORMULATIONS, "heavier", Heavier)
+    clf = OPNBClassifier(formulation="heavier", lam=1e-3, ndim=2, nbin=None).fit(pima.X_train, pima.y_train)
+    ref = OPNB(pima.X_train, pima.y_train, lam=1e-2, ndim=2, nbin=None)
+    np.testing.assert_array_equal(clf.model_.V, ref.V)
+    assert clf.formulation_.name == "heavier"
+
