@@ -126,7 +126,7 @@ cdef class _Work:
     cdef Py_ssize_t capacity
     cdef bint points        # scratch for passes over the points (else only grid tables)
     cdef Column* cols
-    cdef bint keep          # every column kept between passes (exact sums, n <= SORT_SMALL)
+    cdef bint keep          # every column kept between passes (exact sums that fit: _plan)
     cdef Py_ssize_t* hints  # nhint x n: each column's last order, for the next sort (keep)
     cdef Py_ssize_t nhint
     cdef double* Zkept      # nhint x n: the Zt that the kept columns were set up for
@@ -136,5 +136,5 @@ cdef class _Work:
     cdef object y
 
     cdef int _ensure(self, Py_ssize_t w) except -1
-    cdef int _ensure_hints(self, Py_ssize_t ndim) except -1
+    cdef int _plan(self, Py_ssize_t ndim) except -1
     cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, Py_ssize_t nbin) except -1

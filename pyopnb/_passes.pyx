@@ -21,9 +21,13 @@ from pyopnb._core cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
 from pyopnb._simd cimport pyopnb_grad_point
-from pyopnb._sort cimport SORT_SMALL, _argsort_hinted
+from pyopnb._sort cimport _argsort_hinted
 
 cnp.import_array()
+
+# exact problems whose columns' scratch fits in this many bytes keep every
+# column between the value and the gradient pass (see _Work._plan)
+DEF KEEP_BYTES = 128 * 1024 * 1024
 
 MODE_EXACT = EXACT
 MODE_LINEAR = LINEAR
@@ -342,8 +346,7 @@ cdef class _Work:
         self.wcls = <double*> calloc(K, sizeof(double))
         if self.h == NULL or self.wcls == NULL:
             raise MemoryError()
-        # small exact problems keep every column between the value and gradient passes
-        self.keep = mode == EXACT and points and 0 < n <= SORT_SMALL
+        self.keep = False  # decided for each ndim (_plan)
         for i in range(n):
             self.wcls[y[i]] += 1.0
         self.P.shared = True
@@ -382,25 +385,37 @@ cdef class _Work:
             self.ncol += 1
         return 0
 
-    cdef int _ensure_hints(self, Py_ssize_t ndim) except -1:
-        """Exact sums on at most SORT_SMALL points (keep): room for ndim
-        columns' last orders, so that sorts take hints (every column starts
-        without one), and for a copy of Zt, so that the gradient pass knows
-        when the value pass's columns are its own."""
-        cdef Py_ssize_t t
-        if not self.keep or ndim == self.nhint:
+    cdef int _plan(self, Py_ssize_t ndim) except -1:
+        """Whether ndim columns are kept between the value and gradient
+        passes: exact sums whose columns' scratch fits in KEEP_BYTES. Kept,
+        there is room for each column's last order, so that its sorts take
+        hints (every column starts without one), and for a copy of Zt, so
+        that the gradient pass knows when the value pass's columns are its
+        own."""
+        cdef Py_ssize_t t, n = self.P.n
+        cdef int K = self.P.K
+        # a column's scratch per point (see _column_alloc), its hint and its copy of z
+        cdef Py_ssize_t per_point = 72 + 32 * K * (self.P.ker.a + 1) + 32 * K + 16
+        cdef bint keep = self.P.mode == EXACT and self.points and n > 0 and ndim * n * per_point <= KEEP_BYTES
+        if keep == self.keep and (not keep or ndim == self.nhint):
             return 0
         free(self.hints)
         free(self.Zkept)
+        self.hints = NULL
+        self.Zkept = NULL
         self.kept = False
-        self.hints = <Py_ssize_t*> malloc(ndim * self.P.n * sizeof(Py_ssize_t))
-        self.Zkept = <double*> malloc(ndim * self.P.n * sizeof(double))
+        self.nhint = 0
+        self.keep = keep
+        if not keep:
+            return 0
+        self.hints = <Py_ssize_t*> malloc(ndim * n * sizeof(Py_ssize_t))
+        self.Zkept = <double*> malloc(ndim * n * sizeof(double))
         if self.hints == NULL or self.Zkept == NULL:
-            self.nhint = 0
+            self.keep = False
             raise MemoryError()
         self.nhint = ndim
         for t in range(ndim):
-            self.hints[t * self.P.n] = -1
+            self.hints[t * n] = -1
         return 0
 
     cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, Py_ssize_t nbin) except -1:
@@ -467,7 +482,7 @@ cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef _Work wk = _work_for(y, K, h, mode, nbin, eps, beta, num_threads, work)
     if Zt.shape[1] != wk.P.n:
         raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
-    wk._ensure_hints(Zt.shape[0])
+    wk._plan(Zt.shape[0])
     wk._ensure(Zt.shape[0] if wk.keep else _wave(max(Zt.shape[0], 1), wk.nthr))
     return wk
 

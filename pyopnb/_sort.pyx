@@ -220,16 +220,21 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
     insertion sort from the previous order, by (key, index) as the stable
     sort orders ties, takes a few moves per key; past HINT_MOVES per key it
     gives up for the full sort. The order is the stable argsort either way.
-    hint NULL or n > SORT_SMALL: _argsort."""
-    cdef KeyIdx a[SORT_SMALL]
+    hint NULL: _argsort. Returns -1 when out of memory."""
+    cdef KeyIdx small[SORT_SMALL]
+    cdef KeyIdx* a = small
     cdef KeyIdx item
     cdef Py_ssize_t i, j, moves = 0, budget = HINT_MOVES * n
-    if hint == NULL or n > SORT_SMALL or n == 0 or hint[0] < 0:
+    if hint == NULL or n == 0 or hint[0] < 0:
         if _argsort(x, n, order, xs, nthr):
             return -1
-        if hint != NULL and n <= SORT_SMALL:
+        if hint != NULL:
             memcpy(hint, order, n * sizeof(Py_ssize_t))
         return 0
+    if n > SORT_SMALL:
+        a = <KeyIdx*> malloc(n * sizeof(KeyIdx))
+        if a == NULL:
+            return -1
     for i in range(n):
         a[i].idx = hint[i]
         a[i].key = _sort_key(x[hint[i]])
@@ -242,7 +247,10 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
         a[j] = item
         moves += i - j
         if moves > budget:
-            _small_sort(x, n, order, xs)
+            if a != small:
+                free(a)
+            if _argsort(x, n, order, xs, nthr):
+                return -1
             memcpy(hint, order, n * sizeof(Py_ssize_t))
             return 0
     for i in range(n):
@@ -250,4 +258,6 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
         hint[i] = a[i].idx
         if xs != NULL:
             xs[i] = _key_value(a[i].key)
+    if a != small:
+        free(a)
     return 0

@@ -185,7 +185,8 @@ def objective_and_gradient(
     Va = _check_V(V, p.X.shape[1])
     nb = None if nbin is None else as_nbin(nbin, allow_none=False)
     thr = _threads.resolve(threads)
-    return evaluate(Va, p, nb, behaviour, gradient, thr)
+    # a workspace of its own: the gradient pass reuses the value pass's columns
+    return evaluate(Va, p, nb, behaviour, gradient, thr, Workspace())
 
 
 class Workspace:
