@@ -32,21 +32,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.bench_objective import make  # noqa: E402
 from benchmarks.common import R, table  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 NS = (100, 150, 300, 1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
 SMALL_SETS = ("analcatdata_aids", "lupus", "analcatdata_fraud", "labor", "iris", "wine_recognition",
               "hayes_roth", "heart_statlog", "breast_cancer_wisconsin", "pima")
-
-
-def _problem(n: int, seed: int = 0, p: int = 20, K: int = 2, ndim: int = 20):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, p))
-    y = rng.integers(0, K, n)
-    PI = np.bincount(y, minlength=K) / n
-    V = rng.standard_normal((p, ndim)) * 0.3
-    return V, X, y, PI, np.ones(K)
 
 
 def _reps(seconds_each: float, budget: float = 1.0) -> int:
@@ -84,7 +76,7 @@ def objective_ratios(r: R, ns) -> list:
 
     rows = []
     for n in ns:
-        V, X, y, PI, h = _problem(n)
+        V, X, y, PI, h = make(n, K=2)
         budget = 1.0 if n <= 30_000 else 0.0
         if r.ok:
             for name, val in (("V", V), ("X", X), ("y0", y.astype(np.int64)), ("PI", PI), ("h", h)):
@@ -208,13 +200,19 @@ def _figure(rows: list, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for case, style in (("exact", "o-"), ("binned", "s-")):
+    for case, style, colour in (("exact", "o-", "tab:blue"), ("binned", "s-", "tab:red")):
         sel = [r for r in rows if r[1] == case]
-        ax.plot([r[0] for r in sel], [r[5] for r in sel], style, label=f"{case}, as called")
-        ax.plot([r[0] for r in sel], [r[6] for r in sel], style.replace("-", "--"), label=f"{case}, in a fit")
+        ax.plot([r[0] for r in sel], [r[5] for r in sel], style, color=colour, alpha=0.5, label=f"{case}, as called")
+        ax.plot([r[0] for r in sel], [r[6] for r in sel], style.replace("-", "--"), color=colour,
+                label=f"{case}, in a fit")
     ax.axhline(10, color="grey", lw=1, ls=":", label="10x")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    ax.yaxis.set_major_locator(FixedLocator([2, 3, 4, 6, 8, 10, 15, 20]))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.set_xlabel("n (p = 20, K = 2, ndim = 20)")
     ax.set_ylabel("R time / pyopnb time")
     ax.set_title("One objective + gradient, 1 thread: R OPNB 1.0 against pyopnb")
@@ -224,12 +222,26 @@ def _figure(rows: list, path: Path) -> None:
     plt.close(fig)
 
 
+def _read_table(path: Path) -> list:
+    """The objective table's rows back from small_data.md."""
+    rows = []
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[1] in ("exact", "binned") and cells[0].isdigit():
+            rows.append([int(cells[0]), cells[1], *(float(c.rstrip("x")) for c in cells[2:])])
+    return rows
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_small", description=__doc__.splitlines()[0])
     ap.add_argument("--max-n", type=float, default=1e6)
     ap.add_argument("--pmlb", default=str(Path(__file__).resolve().parents[2] / "shared" / "pmlb"))
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: objective,fits,tuning,comparators")
+    ap.add_argument("--figure-only", action="store_true", help="redraw small_data.png from small_data.md")
     args = ap.parse_args(argv)
+    if args.figure_only:
+        _figure(_read_table(RESULTS / "small_data.md"), RESULTS / "small_data.png")
+        return
     skip = set(filter(None, args.skip.split(",")))
     r = R(["OPNB"])
     if r.ok:

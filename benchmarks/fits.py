@@ -136,7 +136,7 @@ def predict_rows(r: R, n_train: int = 100_000, n_test: int = 1_000_000) -> List[
         t_r, src = float("nan"), "not measured"
     rows.append([f"predict {n_test} rows (model n={n_train}, ndim=5)", f"{t_py:.2f}", f"{t_r:.2f}", src,
                  f"{t_r / t_py:.1f}x", "-", "-", "-"])
-    rows.append([f"predict, log space", f"{t_log:.2f}", "-", "-", "-", "-", "-", "-"])
+    rows.append(["predict, log space", f"{t_log:.2f}", "-", "-", "-", "-", "-", "-"])
     return rows
 
 

@@ -135,6 +135,20 @@ cdef inline double _dmax(double a, double b) noexcept nogil:
     return b if a < b else a
 
 
+cdef inline double _cubic_from(double stp, double fp, double dp, double st, double f, double d) noexcept nogil:
+    """The minimiser of the cubic through (stp, fp, dp) and (st, f, d), as
+    a step from stp (More and Thuente's cases 2 and 4)."""
+    cdef double theta = (f - fp) * 3.0 / (stp - st) + d + dp
+    cdef double s = _dmax(_dmax(fabs(theta), fabs(d)), fabs(dp))
+    cdef double u = theta / s
+    cdef double gamm = s * sqrt(u * u - d / s * (dp / s))
+    if stp > st:
+        gamm = -gamm
+    cdef double p = gamm - dp + theta
+    cdef double q = gamm - dp + gamm + d
+    return stp + p / q * (st - stp)
+
+
 cdef void _dcstep(double* stx, double* fx, double* dx, double* sty, double* fy, double* dy, double* stp,
                   double fp, double dp, bint* brackt, double stpmin, double stpmax) noexcept nogil:
     """A safeguarded step (cubic, quadratic or secant) and the update of the
@@ -159,16 +173,7 @@ cdef void _dcstep(double* stx, double* fx, double* dx, double* sty, double* fy, 
             stpf = stpc + (stpq - stpc) / 2.0
         brackt[0] = True
     elif sgnd < 0.0:
-        theta = (fx[0] - fp) * 3.0 / (stp[0] - stx[0]) + dx[0] + dp
-        s = _dmax(_dmax(fabs(theta), fabs(dx[0])), fabs(dp))
-        d = theta / s
-        gamm = s * sqrt(d * d - dx[0] / s * (dp / s))
-        if stp[0] > stx[0]:
-            gamm = -gamm
-        p = gamm - dp + theta
-        q = gamm - dp + gamm + dx[0]
-        r = p / q
-        stpc = stp[0] + r * (stx[0] - stp[0])
+        stpc = _cubic_from(stp[0], fp, dp, stx[0], fx[0], dx[0])
         stpq = stp[0] + dp / (dp - dx[0]) * (stx[0] - stp[0])
         if fabs(stpc - stp[0]) > fabs(stpq - stp[0]):
             stpf = stpc
@@ -212,17 +217,8 @@ cdef void _dcstep(double* stx, double* fx, double* dx, double* sty, double* fy, 
             stpf = _dmax(stpmin, stpf)
     else:
         if brackt[0]:
-            theta = (fp - fy[0]) * 3.0 / (sty[0] - stp[0]) + dy[0] + dp
-            s = _dmax(_dmax(fabs(theta), fabs(dy[0])), fabs(dp))
-            d = theta / s
-            gamm = s * sqrt(d * d - dy[0] / s * (dp / s))
-            if stp[0] > sty[0]:
-                gamm = -gamm
-            p = gamm - dp + theta
-            q = gamm - dp + gamm + dy[0]
-            r = p / q
-            stpc = stp[0] + r * (sty[0] - stp[0])
-            stpf = stpc
+            # MINPACK writes this case's theta as (fp - fy) 3 / (sty - stp): both negated, the same bits
+            stpf = _cubic_from(stp[0], fp, dp, sty[0], fy[0], dy[0])
         elif stp[0] > stx[0]:
             stpf = stpmax
         else:

@@ -350,21 +350,23 @@ def orthonormal(D):
     return np.ascontiguousarray(Q)
 
 
-def c_log_array(x):
-    """log of each entry by the C library's log (R's), not numpy's SIMD log."""
+ctypedef double (*_unary)(double) noexcept nogil
+
+
+cdef _each(x, _unary f):
     arr = np.array(x, dtype=np.float64, order="C")
     cdef double[::1] v = arr.reshape(-1)
     cdef Py_ssize_t i
     for i in range(v.shape[0]):
-        v[i] = c_log(v[i])
+        v[i] = f(v[i])
     return arr
+
+
+def c_log_array(x):
+    """log of each entry by the C library's log (R's), not numpy's SIMD log."""
+    return _each(x, c_log)
 
 
 def c_exp_array(x):
     """exp of each entry by the C library's exp (R's), not numpy's SIMD exp."""
-    arr = np.array(x, dtype=np.float64, order="C")
-    cdef double[::1] v = arr.reshape(-1)
-    cdef Py_ssize_t i
-    for i in range(v.shape[0]):
-        v[i] = c_exp(v[i])
-    return arr
+    return _each(x, c_exp)

@@ -21,10 +21,6 @@ import contextvars
 import os
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-import numpy as np
-
-from ._validation import label_text
-
 __all__ = ["available_cores", "resolve", "using", "for_blocks"]
 
 

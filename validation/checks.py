@@ -14,7 +14,7 @@ tolerance, verdict); pytest (test_checks.py) asserts them and
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
@@ -665,7 +665,7 @@ def _live_lbfgsb_on_r_objective():
         X, y, kw, _, _ = fit_call(name)
         levels, codes = factor(y)
         Xs = _scaled(X)
-        d, nd = Xs.shape[1], kw.get("ndim", min(Xs.shape[1], 20))
+        d = Xs.shape[1]
         V0 = arr(r_starts()["starts"][name])
         lam = kw.get("lam", 1e-3)
         f, df = (("f_NB_exact(V, X__, y__, PI__, h__)", "df_NB_exact(V, X__, y__, PI__, h__)")

@@ -81,8 +81,11 @@ def positive(value: Any, name: str) -> float:
     return as_positive_scalar(value, name)
 
 
-def split_spread(x: np.ndarray) -> Tuple[float, float]:
-    """(sd, IQR / 1.34) of a sample."""
-    sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
-    q75, q25 = np.percentile(x, [75, 25]) if x.size else (0.0, 0.0)
-    return sd, float(q75 - q25) / 1.34
+def split_spread(X: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(sd, IQR / 1.34) of each column of X [n, d] (0 for fewer than two rows)."""
+    X = np.asarray(X, dtype=np.float64).reshape(X.shape[0], -1)
+    if X.shape[0] < 2:
+        zero = np.zeros(X.shape[1])
+        return zero, zero.copy()
+    q75, q25 = np.percentile(X, [75, 25], axis=0)
+    return X.std(axis=0, ddof=1), (q75 - q25) / 1.34

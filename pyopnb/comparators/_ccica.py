@@ -89,9 +89,7 @@ class CCICA(ClassDensityClassifier):
             self.rotation_.append(R)
             self.log_jacobian_[k] = -0.5 * np.sum(np.log(vals))
             comps.append(A)
-            for j in range(m):
-                whole = silverman(A[:, j], 1.0)
-                H[k, j] = gamma * whole
+            H[k] = gamma * silverman(A, 1.0)
         self.bandwidths_ = H
         self._m = m
         self._comps = comps

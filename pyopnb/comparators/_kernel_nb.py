@@ -15,14 +15,16 @@ from ._base import ClassDensityClassifier, binary_columns, positive, split_sprea
 _RULE = 0.9 / 2.0
 
 
-def silverman(x: np.ndarray, fallback: float) -> float:
-    """0.45 min(sd, IQR/1.34) n^(-1/5) for OPNB's kernel; the sd where the IQR
-    is 0, ``fallback`` where the sample does not vary."""
-    sd, iqr = split_spread(x)
-    spread = min(sd, iqr) if iqr > 0 else sd
-    if not spread > 0:
-        return fallback
-    return _RULE * spread * x.size ** -0.2
+def silverman(X: np.ndarray, fallback: np.ndarray | float) -> np.ndarray:
+    """0.45 min(sd, IQR/1.34) n^(-1/5) of each column of X [n, d] for OPNB's
+    kernel; the sd where the IQR is 0, ``fallback`` (per column or one
+    value) where a column does not vary."""
+    X = np.asarray(X, dtype=np.float64).reshape(np.shape(X)[0], -1)
+    sd, iqr = split_spread(X)
+    spread = np.where(iqr > 0, np.minimum(sd, iqr), sd)
+    with np.errstate(divide="ignore"):
+        rule = _RULE * spread * float(X.shape[0]) ** -0.2
+    return np.where(spread > 0, rule, np.broadcast_to(fallback, spread.shape))
 
 
 class KernelNB(ClassDensityClassifier):
@@ -66,15 +68,11 @@ class KernelNB(ClassDensityClassifier):
         alpha = positive(self.alpha, "alpha")
         self._nbin = as_nbin(self.nbin)
         self.binary_ = binary_columns(X, self.binary)
-        K, d = self.classes_.size, X.shape[1]
-        H = np.empty((K, d))
-        for j in range(d):
-            if self.binary_[j]:
-                H[:, j] = alpha
-                continue
-            whole = silverman(X[:, j], 0.0)
-            for k in range(K):
-                H[k, j] = gamma * silverman(X[codes == k, j], whole) if whole > 0 else 1.0
+        K = self.classes_.size
+        whole = silverman(X, 0.0)
+        H = np.array([gamma * silverman(X[codes == k], whole) for k in range(K)])
+        H[:, whole == 0] = 1.0
+        H[:, self.binary_] = alpha
         self.bandwidths_ = H
         self._X, self._codes = X.copy(), codes
 
