@@ -290,3 +290,20 @@ def test_every_method_has_an_error_where_pooled_covariances_are_singular():
     for method in DEFAULT_METHODS:
         row = evaluate(method, X, yp, train, test, inner, True, info["binary"])
         assert np.isfinite(row["error"]), (method, row["note"])
+
+
+def test_cost_estimates_time_sampled_fits_and_scale_each_stratum():
+    from pyopnb.study.cost import method_cost, stratified_sample
+    from pyopnb.study.protocol import splits
+
+    names = [f"s{i}" for i in range(10)]
+    plan = stratified_sample(names, [5, 3, 9, 1, 7, 2, 8, 4, 6, 0], 3)
+    assert [len(p["stratum"]) for p in plan] == [3, 4, 3]
+    assert sum((p["stratum"] for p in plan), []) == ["s9", "s3", "s5", "s1", "s7", "s0", "s8", "s4", "s6", "s2"]
+    assert [p["set"] for p in plan] == ["s3", "s0", "s6"]  # each stratum's middle set
+    levels, y = _ordinal_set(6, n=300)
+    X, yp, info = preprocess(levels, y, seed=6)
+    train, _, inner = splits(yp, 1, 3, 0)[0]
+    c = method_cost("NB", X, yp, train, inner, info["binary"], quick=True, sample=2)
+    assert c["timed"] == 2 and c["failed"] == 0 and c["fits"] == 9 * 3 + 1
+    assert c["seconds_per_fit"] > 0 and c["split_seconds"] == pytest.approx(c["seconds_per_fit"] * c["fits"])

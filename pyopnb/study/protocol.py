@@ -11,7 +11,8 @@ import numpy as np
 
 from .methods import DEFAULT_METHODS, METHODS
 
-__all__ = ["DEFAULT_METHODS", "PROTOCOL", "grid", "splits", "evaluate", "path_search"]
+__all__ = ["DEFAULT_METHODS", "PROTOCOL", "grid", "splits", "evaluate", "path_search", "make_estimator",
+           "tuning_plan", "scaled"]
 
 TEST_SIZE = 0.25
 # raised whenever a method, grid or step changes what a stored result means,
@@ -44,10 +45,39 @@ def splits(y: np.ndarray, n_splits: int, n_folds: int, seed: int) -> List[Tuple[
     return out
 
 
-def _scaled(X: np.ndarray, train: np.ndarray) -> np.ndarray:
+def scaled(X: np.ndarray, train: np.ndarray) -> np.ndarray:
     """Each covariate divided by its sd on the training rows (the papers' scaling)."""
     sd = X[train].std(axis=0, ddof=1)
     return X / np.where(sd > 0, sd, 1.0)
+
+
+def make_estimator(method: str, n_features: int, binary: Optional[Sequence[int]] = None) -> Any:
+    """The method's unfitted estimator as the protocol runs it: one thread
+    (the study's jobs are the parallelism), and the one-hot columns
+    ``binary`` for the methods that take them."""
+    spec = METHODS[method]
+    est = spec.make()
+    if "threads" in est.get_params():
+        est.set_params(threads=1)
+    if spec.takes_binary:
+        mask = np.zeros(n_features, dtype=bool)
+        mask[list(binary or [])] = True
+        est.set_params(binary=mask)
+    return est
+
+
+def tuning_plan(method: str, params: Dict[str, List[Any]], quick: bool) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """(the settings fitted on each fold, the parameter served by a path or
+    None): with a path, one setting per value of the other parameters, at
+    the path's largest value."""
+    from sklearn.model_selection import ParameterGrid
+
+    spec = METHODS[method]
+    if spec.path and (quick or spec.path_in_full) and params.get(spec.path):
+        top = max(params[spec.path])
+        others = ParameterGrid({k: v for k, v in params.items() if k != spec.path})
+        return [{**o, spec.path: top} for o in others], spec.path
+    return list(ParameterGrid(params)) if any(len(v) > 1 for v in params.values()) else [], None
 
 
 def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, inner: Sequence,
@@ -63,19 +93,13 @@ def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test:
 
     t0 = time.perf_counter()
     spec = METHODS[method]
-    Xs = _scaled(X, train)
+    Xs = scaled(X, train)
     Xtr, ytr, Xte, yte = Xs[train], y[train], Xs[test], y[test]
     params = grid(method, X.shape[1], np.unique(ytr).size, quick)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = spec.make()
-            if "threads" in est.get_params():
-                est.set_params(threads=1)  # the study's jobs are the parallelism
-            if spec.takes_binary:
-                mask = np.zeros(X.shape[1], dtype=bool)
-                mask[list(binary or [])] = True
-                est.set_params(binary=mask)
+            est = make_estimator(method, X.shape[1], binary)
             if spec.path and (quick or spec.path_in_full) and params.get(spec.path):
                 best = path_search(est, params, spec.path, Xtr, ytr, inner)
             elif any(len(v) > 1 for v in params.values()):
