@@ -307,3 +307,21 @@ def test_cost_estimates_time_sampled_fits_and_scale_each_stratum():
     c = method_cost("NB", X, yp, train, inner, info["binary"], quick=True, sample=2)
     assert c["timed"] == 2 and c["failed"] == 0 and c["fits"] == 9 * 3 + 1
     assert c["seconds_per_fit"] > 0 and c["split_seconds"] == pytest.approx(c["seconds_per_fit"] * c["fits"])
+
+
+def test_every_split_and_tuning_fold_is_stratified():
+    """The test parts and each training part's tuning folds keep the class
+    shares (the papers' stratified sampling at every stage), and the folds
+    partition the training rows they index."""
+    from pyopnb.study.protocol import splits
+
+    rng = np.random.default_rng(7)
+    y = np.repeat(np.arange(4), [13, 300, 250, 10])[rng.permutation(573)]
+    for train, test, inner in splits(y, 3, 3, 5):
+        assert np.all(np.diff(train) > 0) and np.intersect1d(train, test).size == 0
+        tr_counts = np.bincount(y[train], minlength=4)
+        np.testing.assert_allclose(np.bincount(y[test], minlength=4), np.bincount(y, minlength=4) * 0.25, atol=1)
+        held = np.concatenate([val for _, val in inner])
+        assert np.array_equal(np.sort(held), np.arange(train.size))
+        for fit_rows, val_rows in inner:
+            np.testing.assert_allclose(np.bincount(y[train][val_rows], minlength=4), tr_counts / 3, atol=1)

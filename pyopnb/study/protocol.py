@@ -17,7 +17,7 @@ __all__ = ["DEFAULT_METHODS", "PROTOCOL", "grid", "splits", "evaluate", "path_se
 TEST_SIZE = 0.25
 # raised whenever a method, grid or step changes what a stored result means,
 # so that a store never mixes results of two protocols
-PROTOCOL = 2
+PROTOCOL = 3
 
 
 def grid(method: str, p: int, K: int, quick: bool) -> Dict[str, List[Any]]:
@@ -38,10 +38,12 @@ def splits(y: np.ndarray, n_splits: int, n_folds: int, seed: int) -> List[Tuple[
     out = []
     sss = StratifiedShuffleSplit(n_splits=n_splits, test_size=TEST_SIZE, random_state=seed)
     for s, (train, test) in enumerate(sss.split(np.zeros((y.size, 1)), y)):
+        # the folds index the training rows in the order they are returned in
+        train = np.sort(train)
         k = int(min(n_folds, np.unique(y[train], return_counts=True)[1].min()))
         inner = list(StratifiedKFold(max(k, 2), shuffle=True, random_state=seed + 7919 * (s + 1))
                      .split(np.zeros((train.size, 1)), y[train]))
-        out.append((np.sort(train), np.sort(test), inner))
+        out.append((train, np.sort(test), inner))
     return out
 
 
