@@ -94,7 +94,6 @@ def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test:
     from sklearn.model_selection import GridSearchCV
 
     t0 = time.perf_counter()
-    spec = METHODS[method]
     Xs = scaled(X, train)
     Xtr, ytr, Xte, yte = Xs[train], y[train], Xs[test], y[test]
     params = grid(method, X.shape[1], np.unique(ytr).size, quick)
@@ -102,8 +101,9 @@ def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est = make_estimator(method, X.shape[1], binary)
-            if spec.path and (quick or spec.path_in_full) and params.get(spec.path):
-                best = path_search(est, params, spec.path, Xtr, ytr, inner)
+            _, path = tuning_plan(method, params, quick)
+            if path:
+                best = path_search(est, params, path, Xtr, ytr, inner)
             elif any(len(v) > 1 for v in params.values()):
                 gs = GridSearchCV(est, params, cv=list(inner), error_score=np.nan, refit=False).fit(Xtr, ytr)
                 if not np.isfinite(gs.best_score_):
