@@ -1,8 +1,11 @@
 """The papers' experiment (pyopnb.study): preprocessing, the report's
 statistics, and quick runs on PMLB data sets read in place (resumable,
 joblib and a local Dask cluster alike)."""
+import json
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -214,6 +217,51 @@ def test_an_interrupted_study_says_what_it_saved(tmp_path, monkeypatch, capsys):
     assert main(argv) == 0
     text = (tmp_path / "report.md").read_text()
     assert "Made in 2 runs" in text
+
+
+_KILLED_ON_THIRD = """
+import os, sys
+from pyopnb.study import run as r
+real, calls = r.evaluate, [0]
+def evaluate(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == 3:
+        os._exit(9)  # as SIGKILL or a machine's restart: no handler, no finally
+    return real(*args, **kwargs)
+r.evaluate = evaluate
+r.run_study(sys.argv[1], sys.argv[2], datasets=["lupus"], methods=["LDA", "NB"], n_splits=2, quick=True,
+            progress=False, command="killed")
+"""
+
+
+@needs_pmlb
+def test_a_run_killed_outright_keeps_its_record(tmp_path):
+    """The report counts every run's wall time: a run's record is written
+    with each of its results, so one killed outright still has it."""
+    proc = subprocess.run([sys.executable, "-c", _KILLED_ON_THIRD, str(PMLB), str(tmp_path)])
+    assert proc.returncode == 9
+
+    def runs():
+        con = sqlite3.connect(tmp_path / "results.sqlite")
+        (value,) = con.execute("SELECT value FROM meta WHERE key = 'runs'").fetchone()
+        con.close()
+        return json.loads(value)
+
+    killed = runs()
+    assert [(r["command"], r["computed"]) for r in killed] == [("killed", 2)] and killed[0]["seconds"] > 0
+    store = run_study(PMLB, tmp_path, datasets=["lupus"], methods=["LDA", "NB"], n_splits=2, quick=True,
+                      progress=False, command="resumed")
+    assert store.computed == 2
+    store.close()
+    assert [(r["command"], r["computed"]) for r in runs()] == [("killed", 2), ("resumed", 2)]
+    text = write_report(tmp_path).read_text()
+    assert "Made in 2 runs" in text and "the last run was `resumed`" in text and "left no record" not in text
+    # a store written by an older version, whose killed run left no record
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    with con:
+        con.execute("UPDATE meta SET value = ? WHERE key = 'runs'", (json.dumps(runs()[1:]),))
+    con.close()
+    assert "2 of the 4 results come from runs that left no record" in write_report(tmp_path).read_text()
 
 
 @needs_pmlb

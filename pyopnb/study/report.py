@@ -188,6 +188,11 @@ def write_report(out: str | Path) -> Path:
         tasks = sum(r[5] for r in res["rows"])
         lines.append(f"Made in {len(runs)} run{'s' if len(runs) > 1 else ''}: {_hours(total)} of wall time in all, "
                      f"{_hours(tasks)} of the tasks' own time; the last run was `{runs[-1]['command']}`.")
+    # a run killed outright by an older version, which recorded a run only at its end, left no record
+    unrecorded = len(res["rows"]) - sum(r["computed"] for r in runs)
+    if unrecorded > 0:
+        lines.append(f"{unrecorded} of the {len(res['rows'])} results come from runs that left no record of their "
+                     f"wall time (killed before they could write it); the tasks' own time counts them.")
     lines += ["", "## Wins-ties-losses (row against column; lower mean test error wins; in brackets the data sets "
               "where both have results)", "", _md(table, ["", *methods])]
     beside = []

@@ -135,22 +135,17 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
         for s, (train, test, inner) in enumerate(splits(y, n_splits, 3 if quick else 5, dseed % (2 ** 31))):
             tasks += [(name, s, m, X, y, train, test, inner, quick, info["binary"]) for m in meths
                       if (name, s, m) not in done]
-    store.computed = 0  # what this call ran (0: everything was there already)
+    store.begin_run(command)  # store.computed: what this call ran (0: everything was there already)
     bar = _Bar(len(tasks), progress)
-    t0 = time.perf_counter()
     try:
         if tasks:
             with _backend(backend, scheduler, n_jobs):
                 results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(_task)(*t) for t in tasks)
                 for name, s, m, row in results:
                     store.add(name, s, m, row)
-                    store.computed += 1
                     bar.step(f"{name} {s + 1} {m}")
     except KeyboardInterrupt:
         raise Interrupted(store.computed, len(tasks), store.folder) from None
-    finally:
-        if command is not None and store.computed:
-            store.add_run(command, time.perf_counter() - t0, store.computed)
     return store
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
-from typing import Any, Dict, Set, Tuple
+from typing import Any, Dict, Optional, Set, Tuple
 
 __all__ = ["Store"]
 
@@ -29,6 +30,7 @@ class Store:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / "results.sqlite"
         self.computed = 0
+        self._run: Optional[Dict[str, Any]] = None
         self.db = sqlite3.connect(self.path)
         self.db.executescript(_SCHEMA)
         row = self.db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
@@ -42,18 +44,26 @@ class Store:
     def done(self) -> Set[Tuple[str, int, str]]:
         return {(d, int(s), m) for d, s, m in self.db.execute("SELECT dataset, split, method FROM results")}
 
+    def begin_run(self, command: Optional[str]) -> None:
+        """Count the results added from now on as one run of ``command``
+        (None: a run not recorded). The run's record (its command, wall
+        seconds to its last result, results computed) is written with each
+        result, in the same transaction, so that a run killed outright still
+        counts in the report; a run that computes nothing leaves none."""
+        self.computed = 0
+        self._run = None if command is None else {"command": command, "t0": time.perf_counter(),
+                                                  "index": len(self.runs())}
+
     def add(self, dataset: str, split: int, method: str, row: Dict[str, Any]) -> None:
         with self.db:  # one transaction per result: committed before the next is awaited
             self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (dataset, split, method, row["error"], row["params"], row["seconds"], row["note"]))
-
-    def add_run(self, command: str, seconds: float, computed: int) -> None:
-        """Record a run of the study (its command, wall seconds and results
-        computed): the report counts the time of every run, resumed ones too."""
-        runs = self.runs()
-        runs.append({"command": command, "seconds": float(seconds), "computed": int(computed)})
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('runs', ?)", (json.dumps(runs),))
+            if self._run is not None:
+                runs = self.runs()[:self._run["index"]]
+                runs.append({"command": self._run["command"], "seconds": time.perf_counter() - self._run["t0"],
+                             "computed": self.computed + 1})
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('runs', ?)", (json.dumps(runs),))
+        self.computed += 1
 
     def runs(self) -> list:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'runs'").fetchone()
