@@ -141,8 +141,8 @@ def _figure(minnorm: np.ndarray, student: np.ndarray, methods: List[str], paper:
         ax.set_title(title)
         ax.tick_params(axis="x", rotation=45)
     axes[0].legend(loc="upper left")
-    fig.suptitle(f"Standardised test errors over {S.shape[0]} data sets, ordered by mean (cf. the papers' Figure 2);"
-                 f" normalised over the paper's methods, * placed beside them")
+    fig.suptitle(f"Standardised test errors over {S.shape[0]} data sets, ordered by mean (cf. the papers' Figure 2)\n"
+                 f"normalised over the paper's methods; * placed beside them")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
