@@ -183,13 +183,14 @@ def write_report(out: str | Path) -> Path:
              f"{len(sets)} data sets with results; protocol: {config['splits']} splits, "
              f"{'quick' if config['quick'] else 'full'} grids, seed {config['seed']}."]
     runs = res["runs"]
+    # a run killed outright by an older version, which recorded a run only at its end, left no record
+    unrecorded = len(res["rows"]) - sum(r["computed"] for r in runs)
     if runs:
         total = sum(r["seconds"] for r in runs)
         tasks = sum(r[5] for r in res["rows"])
-        lines.append(f"Made in {len(runs)} run{'s' if len(runs) > 1 else ''}: {_hours(total)} of wall time in all, "
-                     f"{_hours(tasks)} of the tasks' own time; the last run was `{runs[-1]['command']}`.")
-    # a run killed outright by an older version, which recorded a run only at its end, left no record
-    unrecorded = len(res["rows"]) - sum(r["computed"] for r in runs)
+        lines.append(f"Made in {len(runs)}{' recorded' if unrecorded > 0 else ''} run{'s' if len(runs) > 1 else ''}: "
+                     f"{_hours(total)} of wall time in all, {_hours(tasks)} of the tasks' own time; the last run was "
+                     f"`{runs[-1]['command']}`.")
     if unrecorded > 0:
         lines.append(f"{unrecorded} of the {len(res['rows'])} results come from runs that left no record of their "
                      f"wall time (killed before they could write it); the tasks' own time counts them.")
