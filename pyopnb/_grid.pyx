@@ -19,7 +19,7 @@ cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
 from pyopnb._core cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
-from pyopnb._ksum cimport Kernel, _make_kernel, _sums_on_anchors
+from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
 from pyopnb._passes cimport (Column, Problem, _NSLOT, _Work, _bin_linear, _grid_cell, _grid_delta,
                              _grid_motion, _row_posterior, _set_grid)
 from pyopnb._simd cimport pyopnb_decay, pyopnb_exps, pyopnb_grad_point
@@ -160,21 +160,15 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
     support's sums run over its points alone, else over the whole grid.
     T: where the anchors' decays go (NULL: the column scratch's table);
     have_T: they are there already (the same anchors as an earlier sum)."""
-    cdef double* own = col.tb.T
-    if T != NULL:
-        col.tb.T = T
-    _grid_sums_with(P, ker, col, Wk, S, D, logmode, sp, anchors_all, eval_all, have_T, nthr)
-    col.tb.T = own
-
-
-cdef void _grid_sums_with(const Problem* P, const Kernel* ker, Column* col, const double* Wk, double* S,
-                          double* D, int logmode, Support* sp, bint anchors_all, bint eval_all, bint have_T,
-                          int nthr) noexcept nogil:
     cdef Py_ssize_t j, m = sp.m if anchors_all else sp.mc, me = sp.m if eval_all else sp.mc
     cdef const Py_ssize_t* anc = sp.A if anchors_all else sp.C
     cdef const Py_ssize_t* ev = sp.A if eval_all else sp.C
     cdef const Py_ssize_t* lo
     cdef int k, K = P.K
+    # the column's tables, with the decays in T where asked (the column's own stay as they are)
+    cdef Tables tb = col.tb
+    if T != NULL:
+        tb.T = T
     for j in range(me):
         sp.axe[j] = col.anchors[ev[j]]
     if sp.sparse:
@@ -183,28 +177,27 @@ cdef void _grid_sums_with(const Problem* P, const Kernel* ker, Column* col, cons
             for k in range(K):
                 sp.W[j * K + k] = Wk[anc[j] * K + k]
         if not have_T:
-            _cell_gap_decays(P, ker, col, anc, m, sp)
+            _cell_gap_decays(P, ker, col.delta, anc, m, sp, tb.T)
             have_T = True
         # an evaluation point's anchor: itself, found by its place among the anchors
         lo = sp.Cpos if (anchors_all and not eval_all) else col.ident
-        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &col.tb, sp.axe, lo, me, ev, S, D,
+        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, sp.axe, lo, me, ev, S, D,
                          logmode == 2, have_T, nthr)
     else:
-        _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &col.tb, sp.axe, ev, me, ev, S, D,
+        _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &tb, sp.axe, ev, me, ev, S, D,
                          logmode == 2, have_T, nthr)
     if logmode == 1 and S != NULL:
         _logs_at(S, ev, me, K)
 
 
-cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, Column* col, const Py_ssize_t* anc,
-                           Py_ssize_t m, Support* sp) noexcept nogil:
-    """The decays of a sparse support's gaps (col.tb.T, as _recurse lays
+cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
+                           Py_ssize_t m, Support* sp, double* T) noexcept nogil:
+    """The decays of a sparse support's gaps (into T, as _recurse lays
     them out): a gap of k cells is k delta wide, and the few distinct k of a
     column each take one exp (the anchors' differences, rounded apart, would
     each take their own)."""
     cdef Py_ssize_t j, gap
     cdef int i, row = (ker.a + 1) if P.shared else P.K
-    cdef double* T = col.tb.T
     cdef double* e
     sp.cur[0] += 1
     for j in range(1, m):
@@ -212,9 +205,9 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, Column* col, con
         e = &sp.E[gap * row]
         if sp.stamp[gap] != sp.cur[0]:
             if P.shared:
-                pyopnb_decay(gap * col.delta / P.h[0], ker.a, e)
+                pyopnb_decay(gap * delta / P.h[0], ker.a, e)
             else:
-                pyopnb_exps(gap * col.delta, P.h, P.K, e)
+                pyopnb_exps(gap * delta, P.h, P.K, e)
             sp.stamp[gap] = sp.cur[0]
         for i in range(row):
             T[j * row + i] = e[i]

@@ -52,16 +52,15 @@ class Store:
         counts in the report; a run that computes nothing leaves none."""
         self.computed = 0
         self._run = None if command is None else {"command": command, "t0": time.perf_counter(),
-                                                  "index": len(self.runs())}
+                                                  "before": self.runs()}
 
     def add(self, dataset: str, split: int, method: str, row: Dict[str, Any]) -> None:
         with self.db:  # one transaction per result: committed before the next is awaited
             self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (dataset, split, method, row["error"], row["params"], row["seconds"], row["note"]))
             if self._run is not None:
-                runs = self.runs()[:self._run["index"]]
-                runs.append({"command": self._run["command"], "seconds": time.perf_counter() - self._run["t0"],
-                             "computed": self.computed + 1})
+                runs = self._run["before"] + [{"command": self._run["command"], "computed": self.computed + 1,
+                                               "seconds": time.perf_counter() - self._run["t0"]}]
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('runs', ?)", (json.dumps(runs),))
         self.computed += 1
 
