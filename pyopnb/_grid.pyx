@@ -181,10 +181,10 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
             have_T = True
         # an evaluation point's anchor: itself, found by its place among the anchors
         lo = sp.Cpos if (anchors_all and not eval_all) else col.ident
-        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, sp.axe, lo, me, ev, S, D,
+        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, sp.axe, lo, me, ev, True, S, D,
                          logmode == 2, have_T, nthr)
     else:
-        _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &tb, sp.axe, ev, me, ev, S, D,
+        _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &tb, sp.axe, ev, me, ev, True, S, D,
                          logmode == 2, have_T, nthr)
     if logmode == 1 and S != NULL:
         _logs_at(S, ev, me, K)

@@ -37,7 +37,7 @@ cdef void _tables_free(Tables* tb) noexcept nogil
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
                           const double* h, bint shared, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, double* S, double* D, bint logS, bint have_T,
-                          int nthr) noexcept nogil
+                          const Py_ssize_t* outrow, bint at_anchors, double* S, double* D, bint logS,
+                          bint have_T, int nthr) noexcept nogil
 
 cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) noexcept nogil

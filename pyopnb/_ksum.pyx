@@ -43,6 +43,12 @@ DEF _GAP_CACHE = 4
 from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
 from pyopnb._sort cimport _argsort
 
+cdef extern from "_sweep.h" nogil:
+    void _sweep1 "pyopnb_sweep1"(const double* anchors, Py_ssize_t G, const double* W, int r, const double* h,
+                                 bint shared, const double* beta, const double* gamma, double* L, double* R,
+                                 const double* T, const Py_ssize_t* lo, Py_ssize_t m, const Py_ssize_t* outrow,
+                                 double* S, double* D)
+
 cnp.import_array()
 
 
@@ -443,8 +449,9 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
 cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint shared, bint deposits) noexcept nogil:
     # deposit tables only for points between anchors (weights on anchors need none)
     tb.Ldep = <double*> _alloc(G * r * a1 * sizeof(double)) if deposits else NULL
-    tb.Lincl = <double*> _alloc(G * r * a1 * sizeof(double))
-    tb.R = <double*> _alloc(G * r * a1 * sizeof(double))
+    # (room for two columns at least: _sweep1 takes weight columns in pairs)
+    tb.Lincl = <double*> _alloc(G * max(r, 2) * a1 * sizeof(double))
+    tb.R = <double*> _alloc(G * max(r, 2) * a1 * sizeof(double))
     tb.T = <double*> _alloc(G * (a1 if shared else r) * sizeof(double))
     if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL or tb.T == NULL:
         return -1
@@ -459,12 +466,19 @@ cdef void _tables_free(Tables* tb) noexcept nogil:
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
                           const double* h, bint shared, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, double* S, double* D, bint logS, bint have_T,
-                          int nthr) noexcept nogil:
+                          const Py_ssize_t* outrow, bint at_anchors, double* S, double* D, bint logS,
+                          bint have_T, int nthr) noexcept nogil:
     """Sums of weights Wa [G, r] sitting on the anchors (column c in bandwidth
     h[c], or h[0] when shared), at m evaluation points, on nthr threads. (The
     weights serve as the left deposits directly: no table to fill.) have_T:
-    see _recurse."""
+    see _recurse. at_anchors: the caller guarantees that every evaluation
+    point sits on its anchor (e[j] == anchors[lo[j]]) and that lo is
+    nondecreasing (exact sums at the sample, grid sums at grid points)."""
+    if at_anchors and nthr == 1 and ker.a == 1 and not logS:
+        if not have_T:
+            _gap_decays(anchors, 1, G, h, shared, 1, r, tb.T)
+        _sweep1(anchors, G, Wa, r, h, shared, ker.beta, ker.gamma, tb.Lincl, tb.R, tb.T, lo, m, outrow, S, D)
+        return
     _recurse(anchors, G, r, h, shared, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, tb.T, True, have_T, nthr)
     _evaluate_chunks(e, lo, m, outrow, anchors, G, r, h, shared, ker, Wa, 1, tb, S, D, logS, nthr)
 
@@ -555,7 +569,7 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                         q += 1
                     lo[j] = q
             if not bad:
-                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, es, lo, m, eorder, Sp, Dp, log_S, False,
+                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, es, lo, m, eorder, at_x, Sp, Dp, log_S, False,
                                  nthr)
     _tables_free(&tb)
     if not at_x:
@@ -606,7 +620,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
                     g += 1
                 lo[j] = g
             _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, &h, True, &ker, &tb, &e[0], lo, m,
-                             NULL, Sp, Dp, False, False, max(1, num_threads))
+                             NULL, False, Sp, Dp, False, False, max(1, num_threads))
     _tables_free(&tb)
     free(lo)
     if bad:

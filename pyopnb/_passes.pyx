@@ -160,7 +160,7 @@ cdef void _column_sums(const Problem* P, Column* col, const double* z, const dou
     (col.S, col.D [m, K]; point i is row col.row[i])."""
     _bin_weights(P, col, z, Wpts)
     _sums_on_anchors(col.anchors, col.G, col.Wa, P.K, P.h, P.shared, &P.ker, &col.tb,
-                            col.ev, col.evlo, col.m, NULL, col.S if want_S else NULL,
+                            col.ev, col.evlo, col.m, NULL, P.mode == EXACT, col.S if want_S else NULL,
                             col.D if want_D else NULL, False, have_T, nthr)
 
 

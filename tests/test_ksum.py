@@ -56,6 +56,32 @@ def test_evaluation_at_sample_keeps_order_and_ties():
     assert fk_sum([1.0], [3.0], 1.0, [1.0], beta=(1.0,), type="dksum")[0] == pytest.approx(3.0)
 
 
+@pytest.mark.parametrize("r", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 9, 301])
+def test_one_thread_sweep_has_the_passes_bits(n, r):
+    """On one thread the default kernel's sums at the sample run as one
+    sweep (_sweep.h: both passes at once, evaluating as they meet); on two,
+    as the forward and backward passes and then the evaluation. The same
+    operations: the same bits, with ties, far gaps and an odd number of
+    weight columns."""
+    from pyopnb import _ksum
+    from pyopnb.ksum import DEFAULT_BETA
+
+    rng = np.random.default_rng(10 * n + r)
+    x = rng.normal(size=n)
+    x[: n // 3] = np.round(x[: n // 3])
+    x[n // 2:] += 3000.0  # thousands of bandwidths from the rest
+    W = rng.normal(size=(n, r))
+    one = _ksum.exact_sums(x, W, 0.3, DEFAULT_BETA, None, True, True, False, 1)
+    two = _ksum.exact_sums(x, W, 0.3, DEFAULT_BETA, None, True, True, False, 2)
+    for a, b in zip(one, two):
+        assert a.shape == (n, r)
+        assert a.tobytes() == b.tobytes()
+    S, D, _, _ = naive_fk_sum(x, W[:, 0], 0.3, x)
+    np.testing.assert_allclose(one[0][:, 0], S, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(one[1][:, 0], D, rtol=1e-12, atol=1e-12)
+
+
 xs_strategy = st.lists(
     st.one_of(
         st.floats(-5, 5, allow_nan=False),
