@@ -690,7 +690,7 @@ cdef class RGridTables(GridTables):
                 for i in range(i0, i1):
                     e = C[t * n + i] * K
                     dv[t, i] = pyopnb_grad_point(&Ts[t * TK + e], &Td[t * TK + e], &pw[e], &pp[i * K], P.y[i],
-                                                 K, P.h, P.shared)
+                                                 K, P.h, P.shared, False)
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()

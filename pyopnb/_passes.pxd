@@ -127,7 +127,7 @@ cdef class _Work:
     cdef bint points        # scratch for passes over the points (else only grid tables)
     cdef Column* cols
     cdef bint keep          # every column kept between passes (exact sums that fit: _plan)
-    cdef Py_ssize_t* hints  # nhint x n: each column's last order, for the next sort (keep)
+    cdef Py_ssize_t* hints  # nhint x n: each column's last order, for the next sort (or NULL: _plan)
     cdef Py_ssize_t nhint
     cdef double* Zkept      # nhint x n: the Zt that the kept columns were set up for
     cdef bint kept          # the kept columns hold the last value pass's sums (S and D)

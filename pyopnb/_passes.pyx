@@ -28,6 +28,8 @@ cnp.import_array()
 # exact problems whose columns' scratch fits in this many bytes keep every
 # column between the value and the gradient pass (see _Work._plan)
 DEF KEEP_BYTES = 128 * 1024 * 1024
+# and keep each column's order (a hint for its next sort) when those fit in this many
+DEF HINT_BYTES = 256 * 1024 * 1024
 
 MODE_EXACT = EXACT
 MODE_LINEAR = LINEAR
@@ -238,10 +240,8 @@ cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0,
         for c in range(w):
             col = &cols[c]
             o = col.row[i] * K
-            for k in range(K):
-                col.Wpts[i * K + k] = 0.0
             gz0[c * n + i] = pyopnb_grad_point(&col.S[o], &col.D[o], &col.Wpts[i * K], &post[i * K],
-                                               P.y[i], K, P.h, P.shared)
+                                               P.y[i], K, P.h, P.shared, True)
 
 
 cdef void _sample_terms(const Problem* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
@@ -388,16 +388,19 @@ cdef class _Work:
     cdef int _plan(self, Py_ssize_t ndim) except -1:
         """Whether ndim columns are kept between the value and gradient
         passes: exact sums whose columns' scratch fits in KEEP_BYTES. Kept,
-        there is room for each column's last order, so that its sorts take
-        hints (every column starts without one), and for a copy of Zt, so
-        that the gradient pass knows when the value pass's columns are its
-        own."""
+        there is a copy of Zt, so that the gradient pass knows when the
+        value pass's columns are its own. Exact sums whose orders fit in
+        HINT_BYTES keep each column's last order, so that its sorts take
+        hints (every column starts without one): a gradient pass that sets
+        its columns up again then sorts each in one pass over its points."""
         cdef Py_ssize_t t, n = self.P.n
         cdef int K = self.P.K
         # a column's scratch per point (see _column_alloc), its hint and its copy of z
         cdef Py_ssize_t per_point = 72 + 32 * K * (self.P.ker.a + 1) + 32 * K + 16
-        cdef bint keep = self.P.mode == EXACT and self.points and n > 0 and ndim * n * per_point <= KEEP_BYTES
-        if keep == self.keep and (not keep or ndim == self.nhint):
+        cdef bint exact = self.P.mode == EXACT and self.points and n > 0
+        cdef bint keep = exact and ndim * n * per_point <= KEEP_BYTES
+        cdef bint hinted = exact and ndim * n * sizeof(Py_ssize_t) <= HINT_BYTES
+        if keep == self.keep and (self.hints != NULL) == hinted and (not hinted or ndim == self.nhint):
             return 0
         free(self.hints)
         free(self.Zkept)
@@ -405,17 +408,19 @@ cdef class _Work:
         self.Zkept = NULL
         self.kept = False
         self.nhint = 0
-        self.keep = keep
-        if not keep:
-            return 0
-        self.hints = <Py_ssize_t*> malloc(ndim * n * sizeof(Py_ssize_t))
-        self.Zkept = <double*> malloc(ndim * n * sizeof(double))
-        if self.hints == NULL or self.Zkept == NULL:
-            self.keep = False
-            raise MemoryError()
-        self.nhint = ndim
-        for t in range(ndim):
-            self.hints[t * n] = -1
+        self.keep = False
+        if hinted:
+            self.hints = <Py_ssize_t*> malloc(ndim * n * sizeof(Py_ssize_t))
+            if self.hints == NULL:
+                raise MemoryError()
+            self.nhint = ndim
+            for t in range(ndim):
+                self.hints[t * n] = -1
+        if keep:
+            self.Zkept = <double*> malloc(ndim * n * sizeof(double))
+            if self.Zkept == NULL:
+                raise MemoryError()
+            self.keep = True
         return 0
 
     cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, Py_ssize_t nbin) except -1:

@@ -140,13 +140,16 @@ static inline void pyopnb_exps(double dist, const double* h, int r, double* e) {
 }
 
 /* One point as an evaluation point in one column of the gradient:
- * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k,
+ * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k
+ * (fresh: W_k = 0 + c_k, W's old content unread: a vector load of two
+ * scalars just stored would wait for them),
  * and the result 0 - sum_k c_k D_k / h_k. With one bandwidth (shared, h[0]:
  * every R fit) the sum is (sum_k c_k D_k) / h[0], added in class order, as
  * R's df_NB_cpp; with class bandwidths each term is divided by its own.
  * The divisions, the longest operation, go two at a time. */
 static inline double pyopnb_grad_point(const double* S, const double* D, double* W,
-                                       const double* post, int y, int K, const double* h, int shared) {
+                                       const double* post, int y, int K, const double* h, int shared,
+                                       int fresh) {
     const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0}, one = pyopnb_v2d{1.0, 1.0};
     double bsum = 0.0;
     int k = 0;
@@ -160,7 +163,7 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
         const pyopnb_v2d ind = pyopnb_v2d{y == k ? 1.0 : 0.0, y == k + 1 ? 1.0 : 0.0};
         const pyopnb_v2d q = (ind - pyopnb_load2(post + k)) / fs;
         const pyopnb_v2d c = (pyopnb_v2d)((pyopnb_v2i)q & pos);
-        const pyopnb_v2d w = pyopnb_load2(W + k) + c;
+        const pyopnb_v2d w = (fresh ? zero : pyopnb_load2(W + k)) + c;
         memcpy(W + k, &w, sizeof w);
         pyopnb_v2d cd = c * pyopnb_load2(D + k);
         if (!shared) cd = cd / pyopnb_load2(h + k);
@@ -170,7 +173,7 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
     if (k < K) {
         const double f = S[k];
         const double c = f > 0.0 ? ((y == k ? 1.0 : 0.0) - post[k]) / f : 0.0;
-        W[k] += c;
+        W[k] = (fresh ? 0.0 : W[k]) + c;
         bsum = bsum + (shared ? c * D[k] : c * D[k] / h[k]);
     }
     return shared ? 0.0 - bsum / h[0] : 0.0 - bsum;

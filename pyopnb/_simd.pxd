@@ -9,7 +9,7 @@ cdef extern from "_simd.h" nogil:
     void pyopnb_decay_from_exp(double e, double d, int a, double* t)
     # one point as an evaluation point in one column of the gradient
     double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
-                             int y, int K, const double* h, bint shared)
+                             int y, int K, const double* h, bint shared, bint fresh)
     # one row of Z' = (X V)' in R's summation order
     void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
                             Py_ssize_t nd, double* zt, Py_ssize_t n)

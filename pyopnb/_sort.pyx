@@ -32,6 +32,7 @@ DEF CHUNK = 65536
 DEF RUN = 16
 # an insertion sort from a previous order gives up after this many moves per key
 DEF HINT_MOVES = 8
+DEF HINT_SLACK = 256
 
 
 cdef struct KeyIdx:
@@ -246,7 +247,9 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
             j -= 1
         a[j] = item
         moves += i - j
-        if moves > budget:
+        # given up as soon as the moves so far outrun the budget's pace:
+        # a column that moved a lot fails in its first few hundred keys
+        if moves > budget or moves > HINT_MOVES * (i + HINT_SLACK):
             if a != small:
                 free(a)
             if _argsort(x, n, order, xs, nthr):
