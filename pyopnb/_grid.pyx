@@ -19,10 +19,10 @@ cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
 from pyopnb._core cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
-from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
-from pyopnb._passes cimport (Column, Problem, _NSLOT, _Work, _bin_linear, _grid_cell, _grid_delta,
-                             _grid_motion, _row_posterior, _set_grid)
-from pyopnb._simd cimport pyopnb_decay, pyopnb_exps, pyopnb_grad_point
+from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors, _sweep_taken
+from pyopnb._passes cimport (Column, Problem, _NSLOT, _Work, _bin_linear, _grid_cell_of, _grid_delta,
+                             _grid_at, _grid_motion, _min_max, _row_posterior, _set_grid)
+from pyopnb._simd cimport pyopnb_decay, pyopnb_exps, pyopnb_gather_add, pyopnb_grad_point
 
 cnp.import_array()
 
@@ -38,21 +38,6 @@ cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
     return max(8, 4096 // K)
 
 
-cdef void _block_add(const double* Tt, int K, const int* cell, Py_ssize_t m, double* acc,
-                     Py_ssize_t stride) noexcept nogil:
-    """acc[j * stride + k] += Tt[cell[j] * K + k] for j < m: one column's
-    table read at the points' cells."""
-    cdef Py_ssize_t j
-    cdef int k
-    cdef double* a
-    cdef const double* row
-    for j in range(m):
-        row = &Tt[cell[j] * K]
-        a = &acc[j * stride]
-        for k in range(K):
-            a[k] = a[k] + row[k]
-
-
 cdef void _block_slots(const double* T, Py_ssize_t TK, int K, const int* C, Py_ssize_t n,
                        const Py_ssize_t* cols, int ncol, int nslot, Py_ssize_t i0, Py_ssize_t m,
                        double* acc) noexcept nogil:
@@ -65,7 +50,7 @@ cdef void _block_slots(const double* T, Py_ssize_t TK, int K, const int* C, Py_s
     memset(acc, 0, m * nslot * K * sizeof(double))
     for p in range(ncol):
         t = cols[p]
-        _block_add(&T[t * TK], K, &C[t * n + i0], m, &acc[(p % nslot) * K], nslot * K)
+        pyopnb_gather_add(&T[t * TK], K, &C[t * n + i0], m, &acc[(p % nslot) * K], nslot * K)
 
 
 cdef inline void _combine(const double* acc, int nslot, int K, double* out) noexcept nogil:
@@ -169,13 +154,23 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
     cdef Tables tb = col.tb
     if T != NULL:
         tb.T = T
-    for j in range(me):
-        sp.axe[j] = col.anchors[ev[j]]
+    # the points' positions: the one-thread sweep with one bandwidth reads neither
+    cdef bint positions = not (_sweep_taken(True, nthr, ker.a, logmode == 2) and P.shared)
+    if positions:
+        for j in range(me):
+            sp.axe[j] = _grid_at(col, ev[j])
     if sp.sparse:
-        for j in range(m):
-            sp.ax[j] = col.anchors[anc[j]]
-            for k in range(K):
-                sp.W[j * K + k] = Wk[anc[j] * K + k]
+        if positions:
+            for j in range(m):
+                sp.ax[j] = _grid_at(col, anc[j])
+        if K == 2:
+            # (a constant size: one 16-byte move)
+            for j in range(m):
+                memcpy(&sp.W[2 * j], &Wk[2 * anc[j]], 2 * sizeof(double))
+        else:
+            for j in range(m):
+                for k in range(K):
+                    sp.W[j * K + k] = Wk[anc[j] * K + k]
         if not have_T:
             _cell_gap_decays(P, ker, col.delta, anc, m, sp, tb.T)
             have_T = True
@@ -209,8 +204,11 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, co
             else:
                 pyopnb_exps(gap * delta, P.h, P.K, e)
             sp.stamp[gap] = sp.cur[0]
-        for i in range(row):
-            T[j * row + i] = e[i]
+        if row == 2:
+            memcpy(&T[2 * j], e, 2 * sizeof(double))
+        else:
+            for i in range(row):
+                T[j * row + i] = e[i]
 
 
 cdef inline void _logs_at(double* S, const Py_ssize_t* rows, Py_ssize_t m, int K) noexcept nogil:
@@ -407,15 +405,7 @@ cdef class GridTables:
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
-                mn = Zt[t, i0]
-                mx = Zt[t, i0]
-                for i in range(i0 + 1, i1):
-                    if Zt[t, i] < mn:
-                        mn = Zt[t, i]
-                    if Zt[t, i] > mx:
-                        mx = Zt[t, i]
-                zmn[t, it % nblk] = mn
-                zmx[t, it % nblk] = mx
+                _min_max(&Zt[t, i0], i1 - i0, &zmn[t, it % nblk], &zmx[t, it % nblk])
             for t in range(ndim):
                 mn = zmn[t, 0]
                 mx = zmx[t, 0]
@@ -436,11 +426,13 @@ cdef class GridTables:
                     memset(ps, 0, TK * sizeof(double))
                 for i in range(i0, i1):
                     z = Zt[t, i]
-                    g = _grid_cell(z, lov[t], dv[t], nbin)
+                    # the cell and the fraction from one division (_cell_frac's value)
+                    frac = (z - lov[t]) / dv[t]
+                    g = _grid_cell_of(frac, nbin)
+                    frac = frac - g
                     cv[t, i] = <int> g
                     k = P.y[i]
                     wt = P.wcls[k]
-                    frac = _cell_frac(z, lov[t], dv[t], g)
                     _bin_linear(&pl[k], g, K, frac, wt)
                     if gradient:
                         ps[g * K + k] += wt
@@ -448,7 +440,7 @@ cdef class GridTables:
                 tid = _thread_id()
                 col = &cols[tid]
                 sp = self._column_support(t, tid, True)
-                _set_grid(col, lov[t], dv[t], nbin)
+                _set_grid(col, lov[t], dv[t], nbin, not sp.sparse)
                 _reduce_blocks(&PL[t * nblk * TK], nblk, TK)
                 # linear binning; R reads the densities at the cells, the journal interpolates between
                 _grid_sums(P, &P.ker, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, 2 if interp else 1, &sp, True,
@@ -696,7 +688,7 @@ cdef class RGridTables(GridTables):
                 tid = _thread_id()
                 col = &cols[tid]
                 sp = self._column_support(t, tid, False)
-                _set_grid(col, lo[t], delta[t], nbin)
+                _set_grid(col, lo[t], delta[t], nbin, not sp.sparse)
                 _reduce_blocks(&PW[t * nblk * TK], nblk, TK)
                 _grid_sums(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, &sp, False, False,
                            &Tc[t * TT] if sp.sparse else NULL, sp.sparse, inner)
@@ -706,7 +698,7 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 for i in range(i0, i1):
                     k = P.y[i]
-                    dv[t, i] -= P.wcls[k] / P.h[k] * DW[t * TK + C[t * n + i] * K + k]
+                    dv[t, i] -= P.wh[k] * DW[t * TK + C[t * n + i] * K + k]
         return dZ
 
 
@@ -822,7 +814,8 @@ cdef class InterpGridTables(GridTables):
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()
                 col = &cols[tid]
-                _set_grid(col, lo[t], delta[t], nbin)
+                sp = self._column_support(t, tid, False)
+                _set_grid(col, lo[t], delta[t], nbin, not sp.sparse)
                 pa = &PA[t * nblk * TK]
                 _reduce_blocks(pa, nblk, TK)
                 for j in range(TK):
@@ -830,7 +823,6 @@ cdef class InterpGridTables(GridTables):
                     a = pa[j]
                     pa[j] = 0.0 if a == 0.0 else (exp(log(a) - Tl[t * TK + j]) if a > 0.0
                                                   else -exp(log(-a) - Tl[t * TK + j]))
-                sp = self._column_support(t, tid, False)
                 _grid_sums(P, &P.ker, col, pa, &Phi[t * TK], NULL, 0, &sp, True, True, NULL, False, inner)
                 # psi has one order more: its decay rows differ, unless T holds the exps alone
                 _grid_sums(P, &self.psi, col, pa, &Psi[t * TK], NULL, 0, &sp, True, True, NULL, not P.shared, inner)

@@ -187,14 +187,17 @@ cdef inline void _gap_decays(const double* anchors, Py_ssize_t g0, Py_ssize_t g1
     calling exp again."""
     cdef Py_ssize_t g, row = (a + 1) if shared else r
     cdef Py_ssize_t seen[_GAP_CACHE]
+    cdef double seen_d[_GAP_CACHE]
     cdef double d
-    cdef int c, j, nseen = 0, slot = 0
+    cdef int c, j, slot = 0
     cdef bint hit
+    for c in range(_GAP_CACHE):
+        seen_d[c] = -1.0  # no gap is negative: never matched
     for g in range(g0, g1):
         d = anchors[g] - anchors[g - 1]
         hit = False
-        for c in range(nseen):
-            if d == anchors[seen[c]] - anchors[seen[c] - 1]:
+        for c in range(_GAP_CACHE):
+            if d == seen_d[c]:
                 for j in range(row):
                     T[g * row + j] = T[seen[c] * row + j]
                 hit = True
@@ -206,8 +209,8 @@ cdef inline void _gap_decays(const double* anchors, Py_ssize_t g0, Py_ssize_t g1
         else:
             _exps(d, h, r, &T[g * row])
         seen[slot] = g
+        seen_d[slot] = d
         slot = (slot + 1) % _GAP_CACHE
-        nseen = min(nseen + 1, _GAP_CACHE)
 
 
 cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int c, int k) noexcept nogil:
@@ -474,7 +477,7 @@ cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa
     see _recurse. at_anchors: the caller guarantees that every evaluation
     point sits on its anchor (e[j] == anchors[lo[j]]) and that lo is
     nondecreasing (exact sums at the sample, grid sums at grid points)."""
-    if at_anchors and nthr == 1 and ker.a == 1 and not logS:
+    if _sweep_taken(at_anchors, nthr, ker.a, logS):
         if not have_T:
             _gap_decays(anchors, 1, G, h, shared, 1, r, tb.T)
         _sweep1(anchors, G, Wa, r, h, shared, ker.beta, ker.gamma, tb.Lincl, tb.R, tb.T, lo, m, outrow, S, D)

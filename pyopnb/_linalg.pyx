@@ -45,9 +45,20 @@ def simd_levels():
     return list(_LEVELS[: pyopnb_simd_best() + 1])
 
 
+_level_of = {}  # PYOPNB_SIMD's value -> the path (read on every call: tests change it)
+
+
 cdef int _level() except -1:
+    raw = os.environ.get("PYOPNB_SIMD", "")
+    level = _level_of.get(raw)
+    if level is None:
+        level = _level_of[raw] = _level_for(raw)
+    return level
+
+
+cdef int _level_for(str raw) except -1:
     best = pyopnb_simd_best()
-    cap = os.environ.get("PYOPNB_SIMD", "").strip().lower()
+    cap = raw.strip().lower()
     if not cap:
         return best
     if cap not in _LEVELS:

@@ -12,6 +12,7 @@ cdef struct Problem:
     const double* h         # bandwidth of each class
     bint shared             # one bandwidth for every class (every R fit): one decay per gap
     const double* wcls      # 1 / (n_k h_k)
+    const double* wh        # wcls / h_k: a sample point's weight derivative per unit of its D
     int mode                # EXACT or LINEAR (_core)
     Py_ssize_t nbin
     double eps              # grid widening
@@ -57,7 +58,11 @@ cdef inline int _wave(Py_ssize_t ndim, int nthr) noexcept nogil:
 
 cdef inline Py_ssize_t _grid_cell(double z, double lo, double delta, Py_ssize_t nbin) noexcept nogil:
     """R's bin of z: floor((z - lo) / delta), kept in 0..nbin-2."""
-    cdef double u = (z - lo) / delta
+    return _grid_cell_of((z - lo) / delta, nbin)
+
+
+cdef inline Py_ssize_t _grid_cell_of(double u, Py_ssize_t nbin) noexcept nogil:
+    """_grid_cell from u = (z - lo) / delta."""
     # truncation is floor on [1, nbin - 1), and cheaper than a call to floor
     if u < 1.0:
         return 0
@@ -66,13 +71,54 @@ cdef inline Py_ssize_t _grid_cell(double z, double lo, double delta, Py_ssize_t 
     return <Py_ssize_t> u
 
 
-cdef inline void _set_grid(Column* col, double lo, double delta, Py_ssize_t nbin) noexcept nogil:
-    """A binned column's grid, lo + g delta for g < nbin, as its anchors."""
+cdef inline void _min_max(const double* z, Py_ssize_t n, double* zmin, double* zmax) noexcept nogil:
+    """The extremes of z[:n] (n >= 1), four running pairs at a time: a single
+    pair waits on each comparison. Extremes are exact: any order finds them
+    (a tie of -0 and +0 may keep either, and both give the same grid)."""
+    cdef double mn[4]
+    cdef double mx[4]
+    cdef Py_ssize_t i, j
+    for j in range(4):
+        mn[j] = z[0]
+        mx[j] = z[0]
+    i = 1
+    while i + 4 <= n:
+        for j in range(4):
+            if z[i + j] < mn[j]:
+                mn[j] = z[i + j]
+            if z[i + j] > mx[j]:
+                mx[j] = z[i + j]
+        i += 4
+    while i < n:
+        if z[i] < mn[0]:
+            mn[0] = z[i]
+        if z[i] > mx[0]:
+            mx[0] = z[i]
+        i += 1
+    for j in range(1, 4):
+        if mn[j] < mn[0]:
+            mn[0] = mn[j]
+        if mx[j] > mx[0]:
+            mx[0] = mx[j]
+    zmin[0] = mn[0]
+    zmax[0] = mx[0]
+
+
+cdef inline void _set_grid(Column* col, double lo, double delta, Py_ssize_t nbin, bint fill) noexcept nogil:
+    """A binned column's grid, lo + g delta for g < nbin, as its anchors
+    (only its lo and delta without fill: a sparse support's sums take the
+    few grid points they need from _grid_at)."""
     cdef Py_ssize_t g
     col.lo_grid = lo
     col.delta = delta
-    for g in range(nbin):
-        col.anchors[g] = lo + g * delta
+    if fill:
+        for g in range(nbin):
+            col.anchors[g] = _grid_at(col, g)
+
+
+cdef inline double _grid_at(const Column* col, Py_ssize_t g) noexcept nogil:
+    """Grid point g of a binned column."""
+    return col.lo_grid + g * col.delta
 
 
 cdef inline double _grid_delta(double zmin, double zmax, double eps, Py_ssize_t nbin, double* lo) noexcept nogil:
@@ -133,6 +179,7 @@ cdef class _Work:
     cdef bint kept          # the kept columns hold the last value pass's sums (S and D)
     cdef double* h
     cdef double* wcls
+    cdef double* wh
     cdef object y
 
     cdef int _ensure(self, Py_ssize_t w) except -1

@@ -94,16 +94,10 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col, Py_ssize_
             col.row[col.order[q]] = q
             col.lo[col.order[q]] = col.evlo[q]
         return 0
-    zmin = z[0]
-    zmax = z[0]
-    for i in range(1, n):
-        if z[i] < zmin:
-            zmin = z[i]
-        if z[i] > zmax:
-            zmax = z[i]
+    _min_max(z, n, &zmin, &zmax)
     col.G = P.nbin
     delta = _grid_delta(zmin, zmax, P.eps, P.nbin, &lo)
-    _set_grid(col, lo, delta, P.nbin)
+    _set_grid(col, lo, delta, P.nbin, True)
     for i in range(n):
         g = _grid_cell(z[i], col.lo_grid, col.delta, P.nbin)
         col.bin[i] = g
@@ -264,7 +258,7 @@ cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0
     for i in range(i0, i1):
         k = P.y[i]
         for c in range(w):
-            gz0[c * n + i] -= P.wcls[k] / P.h[k] * cols[c].D[cols[c].row[i] * P.K + k]
+            gz0[c * n + i] -= P.wh[k] * cols[c].D[cols[c].row[i] * P.K + k]
 
 
 cdef void _column_grad(const Problem* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
@@ -344,7 +338,8 @@ cdef class _Work:
         self.points = points
         self.h = <double*> malloc(K * sizeof(double))
         self.wcls = <double*> calloc(K, sizeof(double))
-        if self.h == NULL or self.wcls == NULL:
+        self.wh = <double*> malloc(K * sizeof(double))
+        if self.h == NULL or self.wcls == NULL or self.wh == NULL:
             raise MemoryError()
         self.keep = False  # decided for each ndim (_plan)
         for i in range(n):
@@ -354,11 +349,13 @@ cdef class _Work:
             self.h[k] = h[k]
             self.P.shared = self.P.shared and h[k] == h[0]
             self.wcls[k] = 1.0 / (self.wcls[k] * h[k])
+            self.wh[k] = self.wcls[k] / h[k]
         self.P.n = n
         self.P.K = K
         self.P.y = &y[0]
         self.P.h = self.h
         self.P.wcls = self.wcls
+        self.P.wh = self.wh
         self.P.mode = mode
         self.P.nbin = nbin
         self.P.eps = eps
@@ -441,7 +438,7 @@ cdef class _Work:
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.h); free(self.wcls); free(self.hints); free(self.Zkept)
+        free(self.cols); free(self.h); free(self.wcls); free(self.wh); free(self.hints); free(self.Zkept)
 
 
 def column_work(int[::1] y, int K, double[::1] h, int mode,
@@ -583,15 +580,24 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     return dZ
 
 
-def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1] logprior, int num_threads):
+def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1] logprior, int num_threads,
+                   value_logprior=None):
     """(mean log-likelihood, posteriors [n, K]) from class log densities, one pass per row.
 
     l = mean_i [logprior_{y_i} + logf_{i, y_i} - log sum_k exp(logprior_k + logf_ik)];
     posteriors exp(logprior_k + logf_ik - that log-sum). A row whose classes
     all have log density -inf gives -inf and NaN posteriors, as the formula does.
+    ``value_logprior``: l with these log priors instead (R's exact value,
+    whose priors are squared), the posteriors still with ``logprior``.
     """
     cdef Py_ssize_t n = logf.shape[0], i
     cdef int K = logf.shape[1]
+    if logprior.shape[0] != K:
+        raise ValueError(f"logprior must have {K} entries, got {logprior.shape[0]}")
+    cdef const double[::1] vlp = logprior if value_logprior is None else value_logprior
+    if vlp.shape[0] != K:
+        raise ValueError(f"value_logprior must have {K} entries, got {vlp.shape[0]}")
+    cdef bint apart = value_logprior is not None
     post = np.empty((n, K))
     terms = np.empty(n)
     cdef double[:, ::1] pv = post
@@ -600,14 +606,23 @@ def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1
     with nogil:
         if num_threads <= 1:
             for i in range(n):
-                tv[i] = _row_posterior(&logf[i, 0], &logprior[0], K, y[i], &pv[i, 0])
+                tv[i] = _row_terms(&logf[i, 0], &logprior[0], &vlp[0], apart, K, y[i], &pv[i, 0])
         else:
             for i in prange(n, num_threads=num_threads, schedule="static"):
-                tv[i] = _row_posterior(&logf[i, 0], &logprior[0], K, y[i], &pv[i, 0])
+                tv[i] = _row_terms(&logf[i, 0], &logprior[0], &vlp[0], apart, K, y[i], &pv[i, 0])
         # summed in order, so that the value does not depend on the threads
         for i in range(n):
             total = total + tv[i]
     return total / n, post
+
+
+cdef inline double _row_terms(const double* logf, const double* logprior, const double* vlp, bint apart,
+                              int K, int y, double* post) noexcept nogil:
+    """A row's term of l (with log priors vlp when apart) and its posteriors."""
+    cdef double term = _row_posterior(logf, logprior, K, y, post)
+    if apart:
+        return _row_posterior(logf, vlp, K, y, NULL)
+    return term
 
 
 def posteriors(const double[:, ::1] logjoint, int num_threads):

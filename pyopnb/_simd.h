@@ -139,6 +139,22 @@ static inline void pyopnb_exps(double dist, const double* h, int r, double* e) {
     }
 }
 
+/* acc[j * stride + k] += T[cell[j] * K + k] for j < m, k < K: a table of
+ * K classes a row read at each point's cell, two classes to a vector. */
+static inline void pyopnb_gather_add(const double* T, int K, const int* cell, ptrdiff_t m, double* acc,
+                                     ptrdiff_t stride) {
+    for (ptrdiff_t j = 0; j < m; ++j) {
+        const double* row = T + (ptrdiff_t)cell[j] * K;
+        double* a = acc + j * stride;
+        int k = 0;
+        for (; k + 2 <= K; k += 2) {
+            const pyopnb_v2d v = pyopnb_load2(a + k) + pyopnb_load2(row + k);
+            memcpy(a + k, &v, sizeof v);
+        }
+        if (k < K) a[k] = a[k] + row[k];
+    }
+}
+
 /* One point as an evaluation point in one column of the gradient:
  * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k
  * (fresh: W_k = 0 + c_k, W's old content unread: a vector load of two

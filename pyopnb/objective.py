@@ -158,10 +158,13 @@ def grid_tables(Zt: np.ndarray, p: Problem, nbin: int, gradient: bool, threads: 
     return _new_tables(Zt.shape[0], p, nbin, gradient, threads, False).update(Zt)
 
 
-def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int) -> Tuple[float, np.ndarray]:
-    """Mean log-likelihood and posteriors from class log densities."""
-    with np.errstate(invalid="ignore"):
-        value, post = _passes.log_posteriors(logf, y0, np.ascontiguousarray(logprior, dtype=np.float64), threads)
+def _loglik(logf: np.ndarray, y0: np.ndarray, logprior: np.ndarray, threads: int,
+            value_logprior: np.ndarray | None = None) -> Tuple[float, np.ndarray]:
+    """Mean log-likelihood (with value_logprior when given) and posteriors
+    (with logprior) from class log densities, in one pass (C's exp and log:
+    no numpy warnings to silence)."""
+    value, post = _passes.log_posteriors(logf, y0, np.ascontiguousarray(logprior, dtype=np.float64), threads,
+                                         value_logprior)
     return float(value), post
 
 
@@ -236,13 +239,11 @@ def evaluate(Va: np.ndarray, p: Problem, nb: int | None, behaviour: Behaviour, g
     mode, nb = (_passes.MODE_LINEAR, nb) if binned else (_passes.MODE_EXACT, 0)
     work = None if ws is None else ws.column_work(p, mode, nb, thr)
     logf = _passes.log_densities(Zt, p.y0, p.K, p.h, mode, nb, _GRID_EPS, DEFAULT_BETA, thr, work)
+    # R's exact value squares the priors, its gradient does not
     squared = behaviour.squared_priors and not binned
-    value, post = _loglik(logf, p.y0, 2 * logprior if squared else logprior, thr)
+    value, post = _loglik(logf, p.y0, logprior, thr, 2 * logprior if squared else None)
     if not gradient:
         return value, None
-    if squared:
-        # R's exact value squares the priors, its gradient does not
-        _, post = _loglik(logf, p.y0, logprior, thr)
     dZt = _passes.log_density_gradient(Zt, p.y0, p.K, p.h, mode, nb, _GRID_EPS, post, DEFAULT_BETA, thr, work)
     return value, _gradient_in_V(dZt, p.X, thr)
 

@@ -483,3 +483,24 @@ def test_tiny_gradient_against_a_coarser_difference():
     _, g = objective_and_gradient(V, X, y, PI, h)
     num = numerical_gradient(V, X, y, PI, h, None, step=1e-4)
     np.testing.assert_allclose(g, num, rtol=1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_value_with_other_priors_comes_from_the_same_pass(threads):
+    """R's exact value squares the priors and its gradient does not: one
+    pass gives the value with the one and the posteriors with the other,
+    each to the bit of a pass of its own."""
+    from pyopnb import _passes
+
+    rng = np.random.default_rng(3)
+    logf = rng.normal(size=(57, 3)) * 4
+    y = rng.integers(0, 3, 57).astype(np.intc)
+    lp = np.log([0.2, 0.3, 0.5])
+    value, post = _passes.log_posteriors(logf, y, lp, threads, 2 * lp)
+    squared, _ = _passes.log_posteriors(logf, y, 2 * lp, threads)
+    plain, plain_post = _passes.log_posteriors(logf, y, lp, threads)
+    assert value == squared and value != plain
+    assert post.tobytes() == plain_post.tobytes()
+    np.testing.assert_allclose(post.sum(axis=1), 1.0, rtol=1e-14)
+    with pytest.raises(ValueError, match="value_logprior must have 3"):
+        _passes.log_posteriors(logf, y, lp, threads, lp[:2])
