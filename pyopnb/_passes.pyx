@@ -525,10 +525,13 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
     wk.kept = keep
-    out = parts[0]
+    cdef Py_ssize_t j, nK = n * K
+    cdef double* p0 = &pv[0, 0, 0]
+    # the slots added in order, into slot 0
     for slot in range(1, nslot):
-        out += parts[slot]
-    return out
+        for j in range(nK):
+            p0[j] = p0[j] + p0[slot * nK + j]
+    return parts[0]
 
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,

@@ -21,8 +21,11 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     if V.shape[0] != p:
         raise ValueError("V must have as many rows as X has columns")
     # V padded to an even number of columns: the kernel takes them in pairs
-    Vc = np.zeros((p, nd + nd % 2))
-    Vc[:, :nd] = V
+    if nd % 2:
+        Vc = np.zeros((p, nd + 1))
+        Vc[:, :nd] = V
+    else:
+        Vc = V
     cdef Py_ssize_t ndp = Vc.shape[1]
     cdef const double[:, ::1] vc = Vc
     if (isinstance(out, np.ndarray) and out.shape == (nd, n) and out.dtype == np.float64
