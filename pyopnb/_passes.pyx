@@ -228,7 +228,7 @@ cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const
 cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
     cdef Py_ssize_t n = P.n, i, o
-    cdef int c, k, K = P.K
+    cdef int c, K = P.K
     cdef Column* col
     for i in range(i0, i1):
         for c in range(w):
