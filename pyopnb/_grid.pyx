@@ -19,10 +19,10 @@ cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
 from pyopnb._core cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
-from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors, _sweep_taken
+from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
 from pyopnb._passes cimport (Column, Problem, _NSLOT, _Work, _bin_linear, _grid_cell_of, _grid_delta,
                              _grid_at, _grid_motion, _min_max, _row_posterior, _set_grid)
-from pyopnb._simd cimport pyopnb_decay, pyopnb_exps, pyopnb_gather_add, pyopnb_grad_point
+from pyopnb._simd cimport pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_gather_add, pyopnb_grad_point
 
 cnp.import_array()
 
@@ -94,7 +94,6 @@ cdef struct Support:
     Py_ssize_t mc
     bint sparse             # sums run over these points alone (else over the whole grid)
     double* ax              # m: anchors' positions
-    double* axe             # m: evaluation points' positions
     double* W               # m x K weights
     double* E               # nbin rows: the decay of a gap of k cells, row k (sparse)
     int* stamp              # nbin: E's row k holds this sum's decay when stamp[k] == cur
@@ -149,37 +148,25 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
     cdef const Py_ssize_t* anc = sp.A if anchors_all else sp.C
     cdef const Py_ssize_t* ev = sp.A if eval_all else sp.C
     cdef const Py_ssize_t* lo
-    cdef int k, K = P.K
+    cdef int K = P.K
     # the column's tables, with the decays in T where asked (the column's own stay as they are)
     cdef Tables tb = col.tb
     if T != NULL:
         tb.T = T
-    # the points' positions: the one-thread sweep with one bandwidth reads neither
-    cdef bint positions = not (_sweep_taken(True, nthr, ker.a, logmode == 2) and P.shared)
-    if positions:
-        for j in range(me):
-            sp.axe[j] = _grid_at(col, ev[j])
+    # (the evaluation points are grid points, on their anchors: no positions to give)
     if sp.sparse:
-        if positions:
-            for j in range(m):
-                sp.ax[j] = _grid_at(col, anc[j])
-        if K == 2:
-            # (a constant size: one 16-byte move)
-            for j in range(m):
-                memcpy(&sp.W[2 * j], &Wk[2 * anc[j]], 2 * sizeof(double))
-        else:
-            for j in range(m):
-                for k in range(K):
-                    sp.W[j * K + k] = Wk[anc[j] * K + k]
+        for j in range(m):
+            sp.ax[j] = _grid_at(col, anc[j])
+            pyopnb_copy_row(&Wk[anc[j] * K], K, &sp.W[j * K])
         if not have_T:
             _cell_gap_decays(P, ker, col.delta, anc, m, sp, tb.T)
             have_T = True
         # an evaluation point's anchor: itself, found by its place among the anchors
         lo = sp.Cpos if (anchors_all and not eval_all) else col.ident
-        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, sp.axe, lo, me, ev, True, S, D,
+        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, NULL, lo, me, ev, S, D,
                          logmode == 2, have_T, nthr)
     else:
-        _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &tb, sp.axe, ev, me, ev, True, S, D,
+        _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &tb, NULL, ev, me, ev, S, D,
                          logmode == 2, have_T, nthr)
     if logmode == 1 and S != NULL:
         _logs_at(S, ev, me, K)
@@ -192,7 +179,7 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, co
     column each take one exp (the anchors' differences, rounded apart, would
     each take their own)."""
     cdef Py_ssize_t j, gap
-    cdef int i, row = (ker.a + 1) if P.shared else P.K
+    cdef int row = (ker.a + 1) if P.shared else P.K
     cdef double* e
     sp.cur[0] += 1
     for j in range(1, m):
@@ -204,11 +191,7 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, co
             else:
                 pyopnb_exps(gap * delta, P.h, P.K, e)
             sp.stamp[gap] = sp.cur[0]
-        if row == 2:
-            memcpy(&T[2 * j], e, 2 * sizeof(double))
-        else:
-            for i in range(row):
-                T[j * row + i] = e[i]
+        pyopnb_copy_row(e, row, &T[j * row])
 
 
 cdef inline void _logs_at(double* S, const Py_ssize_t* rows, Py_ssize_t m, int K) noexcept nogil:
@@ -271,7 +254,7 @@ cdef class GridTables:
     cdef readonly bint has_gradient, interp
     cdef readonly object Zt, lo, delta, logS_lin, logS_simple, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
-    cdef object _A, _C, _Cpos, _nA, _nC, _sparse, _mask, _ax, _axe, _Wsp, _Tc, _E, _stamp, _cur
+    cdef object _A, _C, _Cpos, _nA, _nC, _sparse, _mask, _ax, _Wsp, _Tc, _E, _stamp, _cur
     cdef Py_ssize_t TT
     cdef Py_ssize_t* Ap
     cdef Py_ssize_t* Cp
@@ -281,7 +264,6 @@ cdef class GridTables:
     cdef unsigned char* sparsep
     cdef unsigned char* maskp
     cdef double* axp
-    cdef double* axep
     cdef double* Wspp
     cdef double* Ep
     cdef int* stampp
@@ -346,7 +328,6 @@ cdef class GridTables:
         self._sparse = np.zeros(ndim, dtype=np.uint8)
         self._mask = np.zeros((self.wk.nthr, 8 * ((nbin + 7) // 8)), dtype=np.uint8)
         self._ax = np.empty((self.wk.nthr, nbin))
-        self._axe = np.empty((self.wk.nthr, nbin))
         self._Wsp = np.empty((self.wk.nthr, nbin * K))
         # each column's decays over its cells (R's gradient, sparse supports), a row a gap as _recurse's T
         self.TT = nbin * (self.wk.P.ker.a + 1 if self.wk.P.shared else K)
@@ -364,7 +345,6 @@ cdef class GridTables:
         self.Cposp = <Py_ssize_t*> cnp.PyArray_DATA(self._Cpos)
         self.nAp = <Py_ssize_t*> cnp.PyArray_DATA(self._nA)
         self.nCp = <Py_ssize_t*> cnp.PyArray_DATA(self._nC)
-        self.axep = <double*> cnp.PyArray_DATA(self._axe)
         self.sparsep = <unsigned char*> cnp.PyArray_DATA(self._sparse)
         self.maskp = <unsigned char*> cnp.PyArray_DATA(self._mask)
         self.axp = <double*> cnp.PyArray_DATA(self._ax)
@@ -464,7 +444,6 @@ cdef class GridTables:
         sp.C = &self.Cp[t * self.nbin]
         sp.Cpos = &self.Cposp[t * self.nbin]
         sp.ax = &self.axp[tid * self.nbin]
-        sp.axe = &self.axep[tid * self.nbin]
         sp.W = &self.Wspp[tid * self.nbin * self.wk.P.K]
         sp.E = &self.Ep[tid * self.nbin * self.Erow]
         sp.stamp = &self.stampp[tid * self.nbin]

@@ -37,14 +37,8 @@ cdef void _tables_free(Tables* tb) noexcept nogil
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
                           const double* h, bint shared, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, bint at_anchors, double* S, double* D, bint logS,
+                          const Py_ssize_t* outrow, double* S, double* D, bint logS,
                           bint have_T, int nthr) noexcept nogil
 
 cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) noexcept nogil
 
-
-cdef inline bint _sweep_taken(bint at_anchors, int nthr, int a, bint logS) noexcept nogil:
-    """Whether _sums_on_anchors runs as the one-thread sweep of _sweep.h
-    (which reads the evaluation points' positions nowhere, and the anchors'
-    only with class bandwidths)."""
-    return at_anchors and nthr == 1 and a == 1 and not logS

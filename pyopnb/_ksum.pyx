@@ -44,6 +44,12 @@ from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _deca
 from pyopnb._sort cimport _argsort
 
 cdef extern from "_sweep.h" nogil:
+    # the default kernel's steps (see _sweep.h), for one weight column
+    void _forward1 "pyopnb_forward1<double>"(double t0, double t1, double w, double* l0, double* l1)
+    void _backward1 "pyopnb_backward1<double>"(double t0, double t1, double w, double* r0, double* r1)
+    double _ksum1 "pyopnb_ksum1<double>"(double b0, double b1, double l0, double l1, double r0, double r1)
+    double _dksum1 "pyopnb_dksum1<double>"(double g0, double g1, double l0, double l1, double r0, double r1)
+    # the passes and the evaluation as one sweep, on one thread (weights and evaluation points on the anchors)
     void _sweep1 "pyopnb_sweep1"(const double* anchors, Py_ssize_t G, const double* W, int r, const double* h,
                                  bint shared, const double* beta, const double* gamma, double* L, double* R,
                                  const double* T, const Py_ssize_t* lo, Py_ssize_t m, const Py_ssize_t* outrow,
@@ -249,8 +255,9 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
                 t = _gap_row(anchors, h, shared, T, g, c, r, 1, tb)
                 src = &Lincl[(g - 1) * row + c * 2]
                 dst = &Lincl[g * row + c * 2]
-                dst[0] = t[0] * src[0] + Ldep[g * r + c]
-                dst[1] = (t[0] * src[1] + t[1] * src[0]) + 0.0
+                dst[0] = src[0]
+                dst[1] = src[1]
+                _forward1(t[0], t[1], Ldep[g * r + c], &dst[0], &dst[1])
         return
     for g in range(1, G):
         for c in range(r):
@@ -272,7 +279,6 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
     cdef const double* t
     cdef const double* src
     cdef double* dst
-    cdef double i0, i1
     if on_anchor:
         for k in range(row):
             R[(G - 1) * row + k] = 0.0
@@ -285,10 +291,9 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
                 t = _gap_row(anchors, h, shared, T, g + 1, c, r, 1, tb)
                 src = &R[(g + 1) * row + c * 2]
                 dst = &R[g * row + c * 2]
-                i0 = src[0] + Ldep[(g + 1) * r + c]
-                i1 = src[1] + 0.0
-                dst[0] = t[0] * i0
-                dst[1] = t[0] * i1 + t[1] * i0
+                dst[0] = src[0]
+                dst[1] = src[1]
+                _backward1(t[0], t[1], Ldep[(g + 1) * r + c], &dst[0], &dst[1])
             g -= 1
         return
     g = G - 2
@@ -354,7 +359,8 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                     const Kernel* ker, const double* Ldep, int dep_a1, const double* Lincl,
                     const double* Rexcl, double* S, double* D, bint logS) noexcept nogil:
     """S[row, c] = ksum and D[row, c] = dksum at e[j], row = outrow[j] (j if NULL),
-    weight column c in bandwidth h[c] (h[0] when shared).
+    weight column c in bandwidth h[c] (h[0] when shared). e NULL: every
+    point sits on its anchor, e[j] = anchors[lo[j]].
 
     lo[j] is the last anchor <= e[j] (-1 if none). An evaluation point that is
     not an anchor must have no sample strictly between its two anchors (true
@@ -388,7 +394,7 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
         g = lo[j]
         o = outrow[j] if outrow != NULL else j
         hasL = g >= 0
-        onanchor = hasL and e[j] == anchors[g]
+        onanchor = hasL and (e == NULL or e[j] == anchors[g])
         hasR = onanchor or g + 1 < G
         if onanchor and a == 1 and not logS:
             # a point on its anchor (every exact sum at the sample), default
@@ -398,11 +404,12 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
             Rg = &Rexcl[g * row]
             for c in range(r):
                 if S != NULL:
-                    S[o * r + c] = (0.0 + b0 * (Lg[2 * c] + Rg[2 * c])) + b1 * (Lg[2 * c + 1] + Rg[2 * c + 1])
+                    S[o * r + c] = _ksum1(b0, b1, Lg[2 * c], Lg[2 * c + 1], Rg[2 * c], Rg[2 * c + 1])
                 if D != NULL:
-                    D[o * r + c] = (0.0 + g0 * (Lg[2 * c] - Rg[2 * c])) + g1 * (Lg[2 * c + 1] - Rg[2 * c + 1])
+                    D[o * r + c] = _dksum1(g0, g1, Lg[2 * c], Lg[2 * c + 1], Rg[2 * c], Rg[2 * c + 1])
             continue
-        rawl = e[j] - anchors[g] if hasL else 0.0
+        # (e is not NULL here: off its anchor, or no anchor at its left)
+        rawl = e[j] - anchors[g] if hasL and not onanchor else 0.0
         rawr = anchors[g + 1] - e[j] if hasR and not onanchor else 0.0
         # a point on its anchor (every exact sum at the sample) reads the
         # tables as they are, whatever the bandwidth
@@ -469,15 +476,16 @@ cdef void _tables_free(Tables* tb) noexcept nogil:
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
                           const double* h, bint shared, const Kernel* ker, Tables* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, bint at_anchors, double* S, double* D, bint logS,
+                          const Py_ssize_t* outrow, double* S, double* D, bint logS,
                           bint have_T, int nthr) noexcept nogil:
     """Sums of weights Wa [G, r] sitting on the anchors (column c in bandwidth
     h[c], or h[0] when shared), at m evaluation points, on nthr threads. (The
     weights serve as the left deposits directly: no table to fill.) have_T:
-    see _recurse. at_anchors: the caller guarantees that every evaluation
-    point sits on its anchor (e[j] == anchors[lo[j]]) and that lo is
-    nondecreasing (exact sums at the sample, grid sums at grid points)."""
-    if _sweep_taken(at_anchors, nthr, ker.a, logS):
+    see _recurse. e NULL: every evaluation point sits on its anchor lo[j],
+    lo nondecreasing (exact sums at the sample, grid sums at grid points):
+    on one thread, with the default kernel, the passes then run as one
+    sweep (_sweep.h)."""
+    if e == NULL and nthr == 1 and ker.a == 1 and not logS:
         if not have_T:
             _gap_decays(anchors, 1, G, h, shared, 1, r, tb.T)
         _sweep1(anchors, G, Wa, r, h, shared, ker.beta, ker.gamma, tb.Lincl, tb.R, tb.T, lo, m, outrow, S, D)
@@ -504,11 +512,12 @@ cdef inline void _evaluate_chunk(const double* e, const Py_ssize_t* lo, Py_ssize
                                  const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
                                  const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
                                  const Tables* tb, double* S, double* D, bint logS) noexcept nogil:
+    cdef const double* es = e + s0 if e != NULL else NULL
     if outrow != NULL:
-        _evaluate(e + s0, lo + s0, len0, outrow + s0, anchors, G, r, h, shared, ker, dep, dep_a1,
+        _evaluate(es, lo + s0, len0, outrow + s0, anchors, G, r, h, shared, ker, dep, dep_a1,
                   tb.Lincl, tb.R, S, D, logS)
     else:
-        _evaluate(e + s0, lo + s0, len0, NULL, anchors, G, r, h, shared, ker, dep, dep_a1, tb.Lincl, tb.R,
+        _evaluate(es, lo + s0, len0, NULL, anchors, G, r, h, shared, ker, dep, dep_a1, tb.Lincl, tb.R,
                   S + s0 * r if S != NULL else NULL, D + s0 * r if D != NULL else NULL, logS)
 
 
@@ -572,8 +581,9 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                         q += 1
                     lo[j] = q
             if not bad:
-                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, es, lo, m, eorder, at_x, Sp, Dp, log_S, False,
-                                 nthr)
+                # at the sample every point is its own anchor
+                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, <const double*> NULL if at_x else es,
+                                 lo, m, eorder, Sp, Dp, log_S, False, nthr)
     _tables_free(&tb)
     if not at_x:
         free(eorder); free(es)
@@ -623,7 +633,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
                     g += 1
                 lo[j] = g
             _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, &h, True, &ker, &tb, &e[0], lo, m,
-                             NULL, False, Sp, Dp, False, False, max(1, num_threads))
+                             NULL, Sp, Dp, False, False, max(1, num_threads))
     _tables_free(&tb)
     free(lo)
     if bad:

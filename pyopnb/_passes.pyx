@@ -155,9 +155,10 @@ cdef void _column_sums(const Problem* P, Column* col, const double* z, const dou
     each class's column in its bandwidth, at the column's evaluation rows
     (col.S, col.D [m, K]; point i is row col.row[i])."""
     _bin_weights(P, col, z, Wpts)
+    # exact: each evaluation row is a sorted point, on its anchor
     _sums_on_anchors(col.anchors, col.G, col.Wa, P.K, P.h, P.shared, &P.ker, &col.tb,
-                            col.ev, col.evlo, col.m, NULL, P.mode == EXACT, col.S if want_S else NULL,
-                            col.D if want_D else NULL, False, have_T, nthr)
+                     <const double*> NULL if P.mode == EXACT else col.ev, col.evlo, col.m, NULL,
+                     col.S if want_S else NULL, col.D if want_D else NULL, False, have_T, nthr)
 
 
 cdef void _add_logs(const Problem* P, Column* cols, int w, Py_ssize_t t0, int nslot, double* parts,
@@ -287,7 +288,7 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col, double* g
     _deposit(z, col.Wpts, n, K, col.lo, col.anchors, G, P.h, P.shared, P.ker.a, col.tb.Ldep, col.tb.R)
     _recurse(col.anchors, G, K, P.h, P.shared, P.ker.a, P.ker.binom, col.tb.Ldep, a1,
              col.tb.Lincl, col.tb.R, col.tb.T, False, True, nthr)
-    _evaluate(col.anchors, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
+    _evaluate(NULL, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
               col.tb.Ldep, a1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
     # class weights binned, for the grid-motion term
     _bin_weights(P, col, z, NULL)

@@ -139,6 +139,14 @@ static inline void pyopnb_exps(double dist, const double* h, int r, double* e) {
     }
 }
 
+/* dst[k] = src[k] for k < K, two at a time (short rows: a call to memcpy
+ * costs more than the copy) */
+static inline void pyopnb_copy_row(const double* src, int K, double* dst) {
+    int k = 0;
+    for (; k + 2 <= K; k += 2) memcpy(dst + k, src + k, 2 * sizeof(double));
+    if (k < K) dst[k] = src[k];
+}
+
 /* acc[j * stride + k] += T[cell[j] * K + k] for j < m, k < K: a table of
  * K classes a row read at each point's cell, two classes to a vector. */
 static inline void pyopnb_gather_add(const double* T, int K, const int* cell, ptrdiff_t m, double* acc,

@@ -7,6 +7,8 @@ cdef extern from "_simd.h" nogil:
     void pyopnb_exps(double dist, const double* h, int r, double* e)
     # pyopnb_decay's row from e = exp(-d)
     void pyopnb_decay_from_exp(double e, double d, int a, double* t)
+    # dst[k] = src[k] for k < K: a short row
+    void pyopnb_copy_row(const double* src, int K, double* dst)
     # acc[j * stride + k] += T[cell[j] * K + k]: a table read at the points' cells
     void pyopnb_gather_add(const double* T, int K, const int* cell, Py_ssize_t m, double* acc,
                            Py_ssize_t stride)

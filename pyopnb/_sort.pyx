@@ -219,13 +219,15 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
     (hint[0] < 0: none yet), to which this call's order is written back.
     Between a fit's evaluations a column's order barely changes, so an
     insertion sort from the previous order, by (key, index) as the stable
-    sort orders ties, takes a few moves per key; past HINT_MOVES per key it
-    gives up for the full sort. The order is the stable argsort either way.
+    sort orders ties, takes a few moves per key; once its moves run past
+    HINT_MOVES per key so far (and a little slack) it gives up for the full
+    sort, so a column that moved a lot costs only its first few hundred
+    keys. The order is the stable argsort either way.
     hint NULL: _argsort. Returns -1 when out of memory."""
     cdef KeyIdx small[SORT_SMALL]
     cdef KeyIdx* a = small
     cdef KeyIdx item
-    cdef Py_ssize_t i, j, moves = 0, budget = HINT_MOVES * n
+    cdef Py_ssize_t i, j, moves = 0
     if hint == NULL or n == 0 or hint[0] < 0:
         if _argsort(x, n, order, xs, nthr):
             return -1
@@ -247,9 +249,7 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
             j -= 1
         a[j] = item
         moves += i - j
-        # given up as soon as the moves so far outrun the budget's pace:
-        # a column that moved a lot fails in its first few hundred keys
-        if moves > budget or moves > HINT_MOVES * (i + HINT_SLACK):
+        if moves > HINT_MOVES * (i + HINT_SLACK):
             if a != small:
                 free(a)
             if _argsort(x, n, order, xs, nthr):

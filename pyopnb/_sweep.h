@@ -1,13 +1,14 @@
-/* The recursion of _ksum for the default kernel (a = 1) on one thread, with
- * the weights and the evaluation points on the anchors (exact sums at the
- * sample, binned sums at grid points): the forward pass, the backward pass
- * and the evaluation in one sweep.
+/* The recursion of _ksum for the default kernel (a = 1): its steps, and
+ * the one-thread sweep that runs them when the weights and the evaluation
+ * points sit on the anchors (exact sums at the sample, binned sums at grid
+ * points).
  *
  * Per weight column, the table entries on the left of an anchor are
  * (L0, L1), on its right (R0, R1), and a gap's decays (t0, t1) =
- * (e^-d, d e^-d). The steps below are _forward's, _backward's and
- * _evaluate's unrolled default-kernel cases, operation for operation, so
- * the sweep's sums have the same bits as the passes run one after another.
+ * (e^-d, d e^-d). The steps are written once, for a double (the default
+ * kernel's cases of _forward, _backward and _evaluate) or for two weight
+ * columns in the lanes of a pyopnb_v2d (the sweep): the same operations,
+ * so the sweep's sums have the passes' bits.
  */
 #ifndef PYOPNB_SWEEP_H
 #define PYOPNB_SWEEP_H
@@ -21,18 +22,31 @@
 /* forward: L at an anchor from L at the one before, a gap (t0, t1) away, and
  * the weight w on the anchor. (The + 0.0 is the general loop's addition of
  * the order-1 deposit, which is 0.) */
-PYOPNB_INLINE void pyopnb_forward1(pyopnb_v2d t0, pyopnb_v2d t1, pyopnb_v2d w, pyopnb_v2d* l0, pyopnb_v2d* l1) {
-    const pyopnb_v2d a = *l0, b = *l1;
+template <class V>
+PYOPNB_INLINE void pyopnb_forward1(V t0, V t1, V w, V* l0, V* l1) {
+    const V a = *l0, b = *l1;
     *l0 = t0 * a + w;
     *l1 = (t0 * b + t1 * a) + 0.0;
 }
 
 /* backward: R at an anchor from R at the next one, a gap (t0, t1) away, and
  * the weight w on that next anchor */
-PYOPNB_INLINE void pyopnb_backward1(pyopnb_v2d t0, pyopnb_v2d t1, pyopnb_v2d w, pyopnb_v2d* r0, pyopnb_v2d* r1) {
-    const pyopnb_v2d i0 = *r0 + w, i1 = *r1 + 0.0;
+template <class V>
+PYOPNB_INLINE void pyopnb_backward1(V t0, V t1, V w, V* r0, V* r1) {
+    const V i0 = *r0 + w, i1 = *r1 + 0.0;
     *r0 = t0 * i0;
     *r1 = t0 * i1 + t1 * i0;
+}
+
+/* the sum (kernel coefficients b = beta) or its derivative (b = gamma, K'(u)
+ * for u > 0: the tables' difference) at an anchor from its tables */
+template <class V>
+PYOPNB_INLINE V pyopnb_ksum1(double b0, double b1, V l0, V l1, V r0, V r1) {
+    return (0.0 + b0 * (l0 + r0)) + b1 * (l1 + r1);
+}
+template <class V>
+PYOPNB_INLINE V pyopnb_dksum1(double g0, double g1, V l0, V l1, V r0, V r1) {
+    return (0.0 + g0 * (l0 - r0)) + g1 * (l1 - r1);
 }
 
 /* One pair of weight columns (c, c + 1), a column to a lane; with FULL
@@ -99,8 +113,8 @@ struct PyopnbSweepPair {
     /* row o's sum and derivative from the entries on both sides of its anchor */
     inline void emit(ptrdiff_t o, pyopnb_v2d l0, pyopnb_v2d l1, pyopnb_v2d r0, pyopnb_v2d r1,
                      const double* beta, const double* gamma, double* S, double* D) const {
-        if (S) put(S, o, (0.0 + beta[0] * (l0 + r0)) + beta[1] * (l1 + r1));
-        if (D) put(D, o, (0.0 + gamma[0] * (l0 - r0)) + gamma[1] * (l1 - r1));
+        if (S) put(S, o, pyopnb_ksum1(beta[0], beta[1], l0, l1, r0, r1));
+        if (D) put(D, o, pyopnb_dksum1(gamma[0], gamma[1], l0, l1, r0, r1));
     }
 
     void run(const double* beta, const double* gamma, const ptrdiff_t* lo, ptrdiff_t m, ptrdiff_t qmid,
