@@ -20,9 +20,10 @@ cdef extern from *:
 
 from pyopnb._core cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
-from pyopnb._passes cimport (Column, Problem, _NSLOT, _Work, _bin_linear, _grid_cell_of, _grid_delta,
+from pyopnb._passes cimport (Column, Problem, _Work, _bin_linear, _grid_cell_of, _grid_delta,
                              _grid_at, _grid_motion, _min_max, _row_posterior, _set_grid)
-from pyopnb._simd cimport pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_gather_add, pyopnb_grad_point
+from pyopnb._simd cimport (pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_gather_mul, pyopnb_grad_point,
+                          pyopnb_log_product, pyopnb_products_start)
 
 cnp.import_array()
 
@@ -33,34 +34,25 @@ DEF _DENSE = 9
 
 
 cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
-    # points per block: a block's slot sums (NSLOT x K each) stay in cache; a
+    # points per block: a block's products (2 x K each) stay in cache; a
     # function of K only, so that block sums do not depend on the threads
     return max(8, 4096 // K)
 
 
-cdef void _block_slots(const double* T, Py_ssize_t TK, int K, const int* C, Py_ssize_t n,
-                       const Py_ssize_t* cols, int ncol, int nslot, Py_ssize_t i0, Py_ssize_t m,
-                       double* acc) noexcept nogil:
-    """acc [m, nslot, K]: for the points i0..i0+m-1, the sums over the columns
-    cols[:ncol] of the tables T [ndim, TK] at the points' cells C [ndim, n],
-    the column at position p in slot p % nslot (log_densities' slots: see
-    _combine)."""
+cdef void _block_logf(const double* T, Py_ssize_t TK, int K, const int* C, Py_ssize_t n,
+                      const Py_ssize_t* cols, int ncol, Py_ssize_t i0, Py_ssize_t m, double* logf,
+                      double* acc) noexcept nogil:
+    """logf [m, K]: for the points i0..i0+m-1, the log of the product over
+    the columns cols[:ncol] (in order) of the density tables T [ndim, TK]
+    at the points' cells C [ndim, n] (acc [m, K]: scratch), as _passes'
+    log_densities multiplies and logs (pyopnb_mul_row)."""
     cdef int p
-    cdef Py_ssize_t t
-    memset(acc, 0, m * nslot * K * sizeof(double))
+    cdef Py_ssize_t j
+    pyopnb_products_start(m * K, logf, acc)
     for p in range(ncol):
-        t = cols[p]
-        pyopnb_gather_add(&T[t * TK], K, &C[t * n + i0], m, &acc[(p % nslot) * K], nslot * K)
-
-
-cdef inline void _combine(const double* acc, int nslot, int K, double* out) noexcept nogil:
-    """out[k] = the slots added in order: log_densities' sums exactly."""
-    cdef int s, k
-    for k in range(K):
-        out[k] = acc[k]
-    for s in range(1, nslot):
-        for k in range(K):
-            out[k] = out[k] + acc[s * K + k]
+        pyopnb_gather_mul(&T[cols[p] * TK], K, &C[cols[p] * n + i0], m, logf, acc)
+    for j in range(m * K):
+        logf[j] = pyopnb_log_product(logf[j], acc[j])
 
 
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
@@ -131,16 +123,16 @@ cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned cha
 
 
 cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const double* Wk, double* S,
-                    double* D, int logmode, Support* sp, bint anchors_all, bint eval_all, double* T, bint have_T,
+                    double* D, bint logs, Support* sp, bint anchors_all, bint eval_all, double* T, bint have_T,
                     int nthr) noexcept nogil:
     """Kernel sums (kernel ker) at the column's grid points of grid weights
     Wk [nbin, K], each class in its bandwidth: S and D [nbin, K], either
     NULL if not wanted, at the support's points only (the other rows are
     left as they were). The weights lie on the whole support (anchors_all:
     linear binning) or on the cells; the sums are wanted on the whole
-    support (eval_all) or at the cells (R's readings). logmode: 0 the sums,
-    1 their logs (R's tables: log of the sum), 2 logs summed in log space
-    (finite however far a grid point is from a class's weights). A sparse
+    support (eval_all) or at the cells (R's readings). logs: S holds log
+    sums, summed in log space (finite however far a grid point is from a
+    class's weights: the journal's tables). A sparse
     support's sums run over its points alone, else over the whole grid.
     T: where the anchors' decays go (NULL: the column scratch's table);
     have_T: they are there already (the same anchors as an earlier sum)."""
@@ -164,12 +156,10 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
         # an evaluation point's anchor: itself, found by its place among the anchors
         lo = sp.Cpos if (anchors_all and not eval_all) else col.ident
         _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, NULL, lo, me, ev, S, D,
-                         logmode == 2, have_T, nthr)
+                         logs, have_T, nthr)
     else:
         _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &tb, NULL, ev, me, ev, S, D,
-                         logmode == 2, have_T, nthr)
-    if logmode == 1 and S != NULL:
-        _logs_at(S, ev, me, K)
+                         logs, have_T, nthr)
 
 
 cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
@@ -192,14 +182,6 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, co
                 pyopnb_exps(gap * delta, P.h, P.K, e)
             sp.stamp[gap] = sp.cur[0]
         pyopnb_copy_row(e, row, &T[j * row])
-
-
-cdef inline void _logs_at(double* S, const Py_ssize_t* rows, Py_ssize_t m, int K) noexcept nogil:
-    cdef Py_ssize_t j
-    cdef int k
-    for j in range(m):
-        for k in range(K):
-            S[rows[j] * K + k] = log(S[rows[j] * K + k])
 
 
 cdef inline double _cell_frac(double z, double lo, double delta, Py_ssize_t g) noexcept nogil:
@@ -236,7 +218,9 @@ cdef class GridTables:
     interpolated ones (:class:`InterpGridTables`) share.
 
     For column t: the grid lo[t] + g delta[t] (g = 0..nbin-1) and tables
-    [nbin * K] (entry g * K + k) of log f with linear binning.
+    [nbin * K] (entry g * K + k) of f with linear binning: R's as they are
+    (S_lin, multiplied over the columns at each point: _block_logf), the
+    journal's in logs (logS_lin, interpolated).
     ``update(Zt)`` builds them for a Z; the subclasses' methods are the
     passes over the points. One object serves all of a fit's evaluations, so
     its buffers are allocated once (fresh pages cost a tenth of an
@@ -250,9 +234,9 @@ cdef class GridTables:
     cdef _Work wk
     cdef readonly Py_ssize_t ndim, n, nbin
     cdef Py_ssize_t TK, nblk
-    cdef int nslot
+    cdef bint _logs_made
     cdef readonly bint has_gradient, interp
-    cdef readonly object Zt, lo, delta, logS_lin, logS_simple, S_simple, D_simple
+    cdef readonly object Zt, lo, delta, S_lin, logS_lin, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
     cdef object _A, _C, _Cpos, _nA, _nC, _sparse, _mask, _ax, _Wsp, _Tc, _E, _stamp, _cur
     cdef Py_ssize_t TT
@@ -286,16 +270,16 @@ cdef class GridTables:
         self.wk._ensure(<int> min(ndim, self.wk.nthr))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self.nblk = _bin_nblk(self.n)
-        self.nslot = min(ndim, _NSLOT)
         self.has_gradient = gradient
         self.interp = interp
         self.Zt = None
         self.lo = np.empty(ndim)
         self.delta = np.empty(ndim)
         # rows outside a column's support keep what they hold: zero, not garbage, at first
+        # (R's logs: made when subset_values first asks, see _make_logs)
+        self.S_lin = None if interp else np.zeros((ndim, self.TK))
         self.logS_lin = np.zeros((ndim, self.TK))
         simple = gradient and not interp
-        self.logS_simple = np.empty((ndim, self.TK)) if simple else None
         self.S_simple = np.empty((ndim, self.TK)) if simple else None
         self.D_simple = np.empty((ndim, self.TK)) if simple else None
         if interp:
@@ -361,8 +345,7 @@ cdef class GridTables:
         cdef bint interp = self.interp
         cdef bint gradient = self.has_gradient and not interp
         cdef double[::1] lov = self.lo, dv = self.delta
-        cdef double* Tl = _data_or_null(self.logS_lin)
-        cdef double* Tls = _data_or_null(self.logS_simple)
+        cdef double* Tl = _data_or_null(self.logS_lin if interp else self.S_lin)
         cdef double* Ts = _data_or_null(self.S_simple)
         cdef double* Td = _data_or_null(self.D_simple)
         cdef double* PL = _data_or_null(self._part_lin)
@@ -423,7 +406,7 @@ cdef class GridTables:
                 _set_grid(col, lov[t], dv[t], nbin, not sp.sparse)
                 _reduce_blocks(&PL[t * nblk * TK], nblk, TK)
                 # linear binning; R reads the densities at the cells, the journal interpolates between
-                _grid_sums(P, &P.ker, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, 2 if interp else 1, &sp, True,
+                _grid_sums(P, &P.ker, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, interp, &sp, True,
                            interp, NULL, False, inner)
                 if gradient:
                     # R's simple binning: whole weights at the cells: on a sparse support the cells'
@@ -431,9 +414,7 @@ cdef class GridTables:
                     _reduce_blocks(&PS[t * nblk * TK], nblk, TK)
                     _grid_sums(P, &P.ker, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], 0, &sp, False, False,
                                &Tc[t * TT] if sp.sparse else NULL, not sp.sparse, inner)
-                    for j in range(sp.mc):
-                        for k in range(K):
-                            Tls[t * TK + sp.C[j] * K + k] = log(Ts[t * TK + sp.C[j] * K + k])
+        self._logs_made = interp
         return self
 
     cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil:
@@ -467,57 +448,74 @@ cdef class GridTables:
 
 
 cdef class RGridTables(GridTables):
-    """R's binned objective as a fit evaluates it: tables of log f with
-    linear binning (f_NB_cpp's value) and, for the gradient, f, log f and
-    the kernel derivative sums D with simple binning (df_NB_cpp), every
-    point reading its column's tables at its grid point."""
+    """R's binned objective as a fit evaluates it: tables of f with linear
+    binning (f_NB_cpp's value) and, for the gradient, f and the kernel
+    derivative sums D with simple binning (df_NB_cpp), every point reading
+    its column's tables at its grid point."""
 
     def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
         """(l with linear binning, posteriors [n, K] with simple binning or
         None), each point's densities read at its grid point, as R's
         f_NB_cpp and df_NB_cpp."""
         self._check_built(logprior)
-        if posteriors and self.logS_simple is None:
+        if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr, nslot = self.nslot
+        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
         post = self._post if posteriors else None
         terms = self._terms
-        rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
-        accs = np.empty((nthr, B * _NSLOT * K))
+        # each thread's log densities and products' scratch for a block, padded
+        # (threads writing neighbouring rows share cache lines)
+        accs = np.empty((nthr, 2 * B * K + 16))
         cols = np.arange(ndim, dtype=np.intp)
         cdef double* pp = _data_or_null(post)
         cdef double[::1] tv = terms
-        cdef double[:, ::1] rv = rows
         cdef double[:, ::1] av = accs
         cdef const Py_ssize_t[::1] colv = cols
         cdef const int* y = self.wk.P.y
-        cdef const double* Tl = _data_or_null(self.logS_lin)
-        cdef const double* Tls = _data_or_null(self.logS_simple)
+        cdef const double* Tl = _data_or_null(self.S_lin)
+        cdef const double* Ts = _data_or_null(self.S_simple)
         cdef const int* C = &self.cells[0, 0]
         cdef Py_ssize_t TK = self.TK
         cdef double total = 0.0
+        cdef double* lf
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_slots(Tl, TK, K, C, n, &colv[0], ndim, nslot, i0, m, &av[tid, 0])
+                lf = &av[tid, 0]
+                _block_logf(Tl, TK, K, C, n, &colv[0], ndim, i0, m, lf, &av[tid, B * K])
                 for j in range(m):
-                    _combine(&av[tid, j * nslot * K], nslot, K, &rv[tid, 0])
-                    tv[i0 + j] = _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], NULL)
+                    tv[i0 + j] = _row_posterior(&lf[j * K], &logprior[0], K, y[i0 + j], NULL)
                 if posteriors:
-                    _block_slots(Tls, TK, K, C, n, &colv[0], ndim, nslot, i0, m, &av[tid, 0])
+                    _block_logf(Ts, TK, K, C, n, &colv[0], ndim, i0, m, lf, &av[tid, B * K])
                     for j in range(m):
-                        _combine(&av[tid, j * nslot * K], nslot, K, &rv[tid, 0])
-                        _row_posterior(&rv[tid, 0], &logprior[0], K, y[i0 + j], &pp[(i0 + j) * K])
+                        _row_posterior(&lf[j * K], &logprior[0], K, y[i0 + j], &pp[(i0 + j) * K])
             # summed in order, so that the value does not depend on the threads
             for i in range(n):
                 total = total + tv[i]
         return total / n, post
+
+    cdef void _make_logs(self):
+        """logS_lin = log S_lin at the points' cells (all subset_values reads),
+        once per update."""
+        cdef Py_ssize_t t, j, e
+        cdef int k, K = self.wk.P.K
+        cdef const int* C = &self.cells[0, 0]
+        cdef double[:, ::1] T = self.S_lin
+        cdef double[:, ::1] L = self.logS_lin
+        if self._logs_made:
+            return
+        for t in range(self.ndim):
+            for j in range(self.n):
+                e = C[t * self.n + j] * K
+                for k in range(K):
+                    L[t, e + k] = log(T[t, e + k])
+        self._logs_made = True
 
     def subset_values(self, base, candidates, const double[::1] logprior):
         """l (linear binning) of the columns base + [j], for each j in candidates:
@@ -526,8 +524,9 @@ cdef class RGridTables(GridTables):
         Each column's tables are built once, so R's greedy ordering costs a
         pass over the points per step. A point's log-sum-exp over the classes
         is split into the base's part and the candidate's: with
-        a_ik = exp(logprior_k + B_ik - m_i) (B the base columns' log densities)
-        and E_tgk = exp(logf_tgk - M_tg) (the candidate's table, each grid row
+        a_ik = exp(logprior_k + B_ik - m_i) (B the base columns' log densities,
+        from S_lin as value_and_posteriors takes them) and
+        E_tgk = exp(logf_tgk - M_tg) (the candidate's logS_lin, each grid row
         scaled by its largest entry), log sum_k exp(...) = m_i + M_tg +
         log sum_k a_ik E_tgk. The exponentials are then per point and per grid
         cell, not per point and candidate: one log per candidate instead of K
@@ -536,6 +535,7 @@ cdef class RGridTables(GridTables):
         direct log-sum-exp.
         """
         self._check_built(logprior)
+        self._make_logs()
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
         for arr in (bcols, ccols):
@@ -566,7 +566,7 @@ cdef class RGridTables(GridTables):
         cdef const double[:, ::1] Ev = Ex
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
-        accs = np.empty((nthr, B * K))
+        accs = np.empty((nthr, 2 * B * K))
         aexp = np.empty((nthr, B * K))
         amax = np.empty((nthr, B))
         cdef double[:, ::1] pv = part
@@ -576,6 +576,7 @@ cdef class RGridTables(GridTables):
         cdef double[:, ::1] mv = amax
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef const double* Sl = _data_or_null(self.S_lin)
         cdef const int* C = &self.cells[0, 0]
         cdef Py_ssize_t TK = self.TK
         with nogil:
@@ -583,7 +584,7 @@ cdef class RGridTables(GridTables):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_slots(Tl, TK, K, C, n, &bv[0], nb, 1, i0, m, &av[tid, 0])
+                _block_logf(Sl, TK, K, C, n, &bv[0], nb, i0, m, &av[tid, 0], &av[tid, B * K])
                 for j in range(m):
                     ar = &xv[tid, j * K]
                     mx = -INFINITY

@@ -531,6 +531,103 @@ cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) 
         q -= 1
 
 
+cdef inline void _merge_anchors(const double* anchors, Py_ssize_t n, const double* es, Py_ssize_t m,
+                                Py_ssize_t* lo) noexcept nogil:
+    """lo[j] = the last anchor <= es[j] (-1: none), es sorted too: tables
+    are then read in order, anchors found by a merge."""
+    cdef Py_ssize_t q = -1, j
+    for j in range(m):
+        while q + 1 < n and anchors[q + 1] <= es[j]:
+            q += 1
+        lo[j] = q
+
+
+def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const double[:, ::1] H,
+               const double[:, ::1] Zte, const double[::1] beta, bint log_S, int num_threads):
+    """[m, K]: for each class k, sum_t log f_kt(Zte[:, t]) (log_S) or prod_t f_kt(Zte[:, t]),
+    f_kt(z) = 1/(n_k H[k, t]) sum_{y0_i = k} K((z - Ztr[i, t]) / H[k, t]).
+
+    exact_sums of each (column, class) with weights 1/(n_k H[k, t]), every
+    column's evaluation points sorted once for all classes, and the columns
+    added (or multiplied) into each class's entry in order: the same numbers
+    as those calls one by one, without a call and its buffers per pair.
+    """
+    cdef Py_ssize_t n = Ztr.shape[0], ncol = Ztr.shape[1], m = Zte.shape[0], i, j, t, q
+    cdef int k, bad = 0, nthr = max(1, num_threads)
+    if y0.shape[0] != n:
+        raise ValueError(f"y0 must have one entry per row of Ztr ({n}), got {y0.shape[0]}")
+    if Zte.shape[1] != ncol or H.shape[0] != K or H.shape[1] != ncol:
+        raise ValueError(f"need Zte [m, {ncol}] and H [{K}, {ncol}], got {Zte.shape[1]} columns "
+                         f"and H ({H.shape[0]}, {H.shape[1]})")
+    counts = np.zeros(K + 1, dtype=np.intp)
+    for i in range(n):
+        if y0[i] < 0 or y0[i] >= K:
+            raise ValueError(f"y0 must hold class codes 0..{K - 1}, found {y0[i]}")
+        counts[y0[i] + 1] += 1
+    for k in range(K):
+        if counts[k + 1] == 0:
+            raise ValueError(f"class {k} has no training points")
+    # each class's rows, in row order: start[k] .. start[k + 1]
+    start = np.cumsum(counts)
+    rows = np.argsort(np.asarray(y0), kind="stable").astype(np.intp)
+    cdef const Py_ssize_t[::1] st = start
+    cdef const Py_ssize_t[::1] rw = rows
+    out = np.zeros((m, K)) if log_S else np.ones((m, K))
+    if m == 0 or ncol == 0:
+        return out
+    cdef double[:, ::1] ov = out
+    cdef Py_ssize_t nmax = int(counts.max())
+    cdef Kernel ker
+    _make_kernel(&beta[0], beta.shape[0], &ker)
+    cdef Tables tb
+    cdef double h, w
+    cdef double* xk = <double*> _alloc(nmax * sizeof(double))
+    cdef Py_ssize_t* order = <Py_ssize_t*> _alloc(nmax * sizeof(Py_ssize_t))
+    cdef double* anchors = <double*> _alloc(nmax * sizeof(double))
+    cdef double* Wa = <double*> _alloc(nmax * sizeof(double))
+    cdef double* e = <double*> _alloc(m * sizeof(double))
+    cdef Py_ssize_t* eorder = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
+    cdef double* es = <double*> _alloc(m * sizeof(double))
+    cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
+    cdef double* S = <double*> _alloc(m * sizeof(double))
+    with nogil:
+        if (_tables_alloc(&tb, nmax, 1, ker.a + 1, True, False) or xk == NULL or order == NULL
+                or anchors == NULL or Wa == NULL or e == NULL or eorder == NULL or es == NULL
+                or lo == NULL or S == NULL):
+            bad = 1
+        t = 0
+        while t < ncol and not bad:
+            for j in range(m):
+                e[j] = Zte[j, t]
+            bad = _argsort(e, m, eorder, es, nthr)
+            k = 0
+            while k < K and not bad:
+                q = st[k + 1] - st[k]
+                for i in range(q):
+                    xk[i] = Ztr[rw[st[k] + i], t]
+                bad = _argsort(xk, q, order, anchors, nthr)
+                h = H[k, t]
+                w = 1.0 / (q * h)
+                for i in range(q):
+                    Wa[i] = w
+                _merge_anchors(anchors, q, es, m, lo)
+                if not bad:
+                    _sums_on_anchors(anchors, q, Wa, 1, &h, True, &ker, &tb, es, lo, m, eorder, S, NULL, log_S,
+                                     False, nthr)
+                    for j in range(m):
+                        if log_S:
+                            ov[j, k] = ov[j, k] + S[j]
+                        else:
+                            ov[j, k] = ov[j, k] * S[j]
+                k += 1
+            t += 1
+    _tables_free(&tb)
+    free(xk); free(order); free(anchors); free(Wa); free(e); free(eorder); free(es); free(lo); free(S)
+    if bad:
+        raise MemoryError("class_sums: out of memory")
+    return out
+
+
 def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const double[::1] beta,
                e, bint want_S, bint want_D, bint log_S, int num_threads):
     """Exact kernel sums of the r weight columns W [n, r] at e (None: at x),
@@ -574,12 +671,7 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
             elif _argsort(&ev[0], m, eorder, es, nthr):
                 bad = 1
             else:
-                # evaluation points sorted too: tables are read in order, anchors found by a merge
-                q = -1
-                for j in range(m):
-                    while q + 1 < n and anchors[q + 1] <= es[j]:
-                        q += 1
-                    lo[j] = q
+                _merge_anchors(anchors, n, es, m, lo)
             if not bad:
                 # at the sample every point is its own anchor
                 _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, <const double*> NULL if at_x else es,

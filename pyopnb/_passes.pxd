@@ -40,13 +40,6 @@ cdef struct Column:
     double delta
 
 
-# Reductions over the columns go through this many slots (column t into slot
-# t % _NSLOT, the slots added in order at the end): a fixed order of
-# additions, set by ndim alone, so the sums do not depend on the threads.
-cdef enum:
-    _NSLOT = 4
-
-
 cdef inline int _wave(Py_ssize_t ndim, int nthr) noexcept nogil:
     """Columns taken at a time by the column passes: as even waves as nthr
     threads allow (20 columns on 16 threads: two waves of 10). Each column
@@ -155,7 +148,9 @@ cdef inline double _row_posterior(const double* logf, const double* logprior, in
         if v > mx:
             mx = v
     for k in range(K):
-        e = exp(logprior[k] + logf[k] - mx)
+        v = logprior[k] + logf[k] - mx
+        # the largest class's term is exp(0) = 1 exactly: one exp fewer a row
+        e = 1.0 if v == 0.0 else exp(v)
         if post != NULL:
             post[k] = e
         ssum = ssum + e

@@ -20,7 +20,7 @@ from libc.string cimport memcmp, memcpy, memset
 from pyopnb._core cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
-from pyopnb._simd cimport pyopnb_grad_point
+from pyopnb._simd cimport pyopnb_grad_point, pyopnb_log_product, pyopnb_mul_row, pyopnb_products_start
 from pyopnb._sort cimport _argsort_hinted
 
 cnp.import_array()
@@ -161,53 +161,40 @@ cdef void _column_sums(const Problem* P, Column* col, const double* z, const dou
                      col.S if want_S else NULL, col.D if want_D else NULL, False, have_T, nthr)
 
 
-cdef void _add_logs(const Problem* P, Column* cols, int w, Py_ssize_t t0, int nslot, double* parts,
-                    bint keep, int nthr) noexcept nogil:
-    """parts[(t0 + c) % nslot, i, k] += log f_k(t0+c)(z_i) for the wave's columns
-    c < w, added in column order: each slot's sum takes its columns in order
-    whatever the waves and threads. The logs are taken first, in place and
-    in row order (sequential reads: 13% faster than at each point's row).
-    Rows and points are independent: any split will do."""
-    cdef Py_ssize_t n = P.n, it, mK = cols[0].m * P.K
-    cdef Py_ssize_t chunk = max(4096, (w * mK + 4 * nthr - 1) // (4 * nthr)), nch = (mK + chunk - 1) // chunk
+cdef void _multiply_columns(const Problem* P, Column* cols, int w, double* pr, double* acc,
+                            int nthr) noexcept nogil:
+    """The wave's columns' densities into each point's running products
+    pr, acc [n, K] (pyopnb_mul_row), in column order whatever the waves and
+    threads. Points are independent: any split will do."""
+    cdef Py_ssize_t n = P.n
     cdef int b
-    if keep:
-        # the sums stay for the gradient: logs taken as they are added
-        if nthr == 1:
-            _add_rows(P, cols, w, t0, nslot, parts, 0, n, True)
-            return
-        for b in prange(nthr, num_threads=nthr, schedule='static'):
-            _add_rows(P, cols, w, t0, nslot, parts, b * n // nthr, (b + 1) * n // nthr, True)
-        return
     if nthr == 1:
-        for it in range(w):
-            _logs(cols[it].S, 0, mK)
-        _add_rows(P, cols, w, t0, nslot, parts, 0, n, False)
+        _multiply_rows(P, cols, w, pr, acc, 0, n)
         return
-    for it in prange(w * nch, num_threads=nthr, schedule='static'):
-        _logs(cols[it // nch].S, (it % nch) * chunk, min(mK, (it % nch) * chunk + chunk))
     for b in prange(nthr, num_threads=nthr, schedule='static'):
-        _add_rows(P, cols, w, t0, nslot, parts, b * n // nthr, (b + 1) * n // nthr, False)
+        _multiply_rows(P, cols, w, pr, acc, b * n // nthr, (b + 1) * n // nthr)
 
 
-cdef inline void _logs(double* x, Py_ssize_t j0, Py_ssize_t j1) noexcept nogil:
-    cdef Py_ssize_t j
-    for j in range(j0, j1):
-        x[j] = log(x[j])
-
-
-cdef inline void _add_rows(const Problem* P, Column* cols, int w, Py_ssize_t t0, int nslot, double* parts,
-                           Py_ssize_t i0, Py_ssize_t i1, bint take_log) noexcept nogil:
-    cdef Py_ssize_t i, n = P.n
-    cdef int c, k, K = P.K
-    cdef const double* src
-    cdef double* dst
+cdef inline void _multiply_rows(const Problem* P, Column* cols, int w, double* pr, double* acc,
+                                Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int c, K = P.K
     for i in range(i0, i1):
         for c in range(w):
-            src = &cols[c].S[cols[c].row[i] * K]
-            dst = &parts[(((t0 + c) % nslot) * n + i) * K]
-            for k in range(K):
-                dst[k] = dst[k] + (log(src[k]) if take_log else src[k])
+            pyopnb_mul_row(&cols[c].S[cols[c].row[i] * K], K, &pr[i * K], &acc[i * K])
+
+
+cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) noexcept nogil:
+    """pr[j] = log of the product kept in pr[j], acc[j], for j < m."""
+    cdef Py_ssize_t j, chunk = max(4096, (m + nthr - 1) // nthr)
+    cdef int b
+    if nthr == 1 or m <= chunk:
+        for j in range(m):
+            pr[j] = pyopnb_log_product(pr[j], acc[j])
+        return
+    for b in prange((m + chunk - 1) // chunk, num_threads=nthr, schedule='static'):
+        for j in range(b * chunk, min(m, b * chunk + chunk)):
+            pr[j] = pyopnb_log_product(pr[j], acc[j])
 
 
 cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const double* post,
@@ -493,46 +480,46 @@ cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                   int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
                   int num_threads, _Work work=None):
-    """logf[i, k] = sum_t log f_kt(z_it); Zt is [ndim, n]. ``work``: from column_work.
+    """logf[i, k] = log prod_t f_kt(z_it); Zt is [ndim, n]. ``work``: from column_work.
 
     The columns go in waves (see _wave): each column of a wave is set up
     and summed on its own thread (the whole team when the wave has one
-    column), then every thread adds the wave's logs over blocks of points.
+    column), then every thread multiplies the wave's densities into its
+    points' products (pyopnb_mul_row: never an underflow), logged at the end.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
     cdef _Work wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, work)
     cdef const Problem* P = &wk.P
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
-    cdef int nslot = min(ndim, _NSLOT), slot
     cdef Column* cols
     cdef bint keep = wk.keep
-    parts = np.zeros((nslot, n, K))
-    cdef double[:, :, ::1] pv = parts
+    # each point's class densities multiplied over the columns, logged once
+    logf = np.empty((n, K))
+    acc = np.empty((n, K))
+    cdef double* pr = <double*> cnp.PyArray_DATA(logf)
+    cdef double* ac = <double*> cnp.PyArray_DATA(acc)
     cdef int bad = 0
     if ndim == 0 or n == 0:
         return np.zeros((n, K))
     wk.kept = False
     with nogil:
+        pyopnb_products_start(n * K, pr, ac)
         t0 = 0
         while t0 < ndim and not bad:
             w = <int> min(W, ndim - t0)
             cols = wk.cols + (t0 if keep else 0)
             bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, keep, wk.hints, nthr)
             if not bad:
-                _add_logs(P, cols, w, t0, nslot, &pv[0, 0, 0], keep, nthr)
+                _multiply_columns(P, cols, w, pr, ac, nthr)
             t0 = t0 + w
         if keep and not bad:
             memcpy(wk.Zkept, &Zt[0, 0], ndim * n * sizeof(double))
+        if not bad:
+            _log_products(pr, ac, n * K, nthr)
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
     wk.kept = keep
-    cdef Py_ssize_t j, nK = n * K
-    cdef double* p0 = &pv[0, 0, 0]
-    # the slots added in order, into slot 0
-    for slot in range(1, nslot):
-        for j in range(nK):
-            p0[j] = p0[j] + p0[slot * nK + j]
-    return parts[0]
+    return logf
 
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,

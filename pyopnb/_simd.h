@@ -147,21 +147,62 @@ static inline void pyopnb_copy_row(const double* src, int K, double* dst) {
     if (k < K) dst[k] = src[k];
 }
 
-/* acc[j * stride + k] += T[cell[j] * K + k] for j < m, k < K: a table of
- * K classes a row read at each point's cell, two classes to a vector. */
-static inline void pyopnb_gather_add(const double* T, int K, const int* cell, ptrdiff_t m, double* acc,
-                                     ptrdiff_t stride) {
-    for (ptrdiff_t j = 0; j < m; ++j) {
-        const double* row = T + (ptrdiff_t)cell[j] * K;
-        double* a = acc + j * stride;
-        int k = 0;
-        for (; k + 2 <= K; k += 2) {
-            const pyopnb_v2d v = pyopnb_load2(a + k) + pyopnb_load2(row + k);
-            memcpy(a + k, &v, sizeof v);
-        }
-        if (k < K) a[k] = a[k] + row[k];
+/* A point's class densities multiplied over the columns and logged once.
+ * For each class k: pr[k], the running product, and acc[k], the sum of the
+ * logs of the products closed so far; log prod_t s_t = acc + log(pr)
+ * (pyopnb_log_product). A product that would leave [1e-289, 1e289] (or meet
+ * a 0, an inf or a NaN) is closed: its log goes to acc and the new factor
+ * starts the next, so no product underflows or overflows, and a class
+ * density of 0 still gives -inf. The logs of the columns' densities
+ * themselves were a tenth of an evaluation; a product rounds within an ulp
+ * a factor, their sum of logs within as little. */
+#define PYOPNB_PROD_LO 1e-289
+#define PYOPNB_PROD_HI 1e289
+
+static inline void pyopnb_mul_one(double s, double* pr, double* acc) {
+    const double q = *pr * s;
+    if (q >= PYOPNB_PROD_LO && q <= PYOPNB_PROD_HI) {
+        *pr = q;
+    } else {
+        *acc = *acc + log(*pr);
+        *pr = s;
     }
 }
+
+/* pyopnb_mul_one for k < K, two classes to a vector while both stay in range */
+static inline void pyopnb_mul_row(const double* s, int K, double* pr, double* acc) {
+    const pyopnb_v2d lo = pyopnb_v2d{PYOPNB_PROD_LO, PYOPNB_PROD_LO}, hi = pyopnb_v2d{PYOPNB_PROD_HI, PYOPNB_PROD_HI};
+    int k = 0;
+    for (; k + 2 <= K; k += 2) {
+        const pyopnb_v2d q = pyopnb_load2(pr + k) * pyopnb_load2(s + k);
+        const pyopnb_v2i in = (pyopnb_v2i)(q >= lo) & (pyopnb_v2i)(q <= hi);
+        if (in[0] && in[1]) {
+            memcpy(pr + k, &q, sizeof q);
+        } else {
+            pyopnb_mul_one(s[k], pr + k, acc + k);
+            pyopnb_mul_one(s[k + 1], pr + k + 1, acc + k + 1);
+        }
+    }
+    if (k < K) pyopnb_mul_one(s[k], pr + k, acc + k);
+}
+
+/* the running products of the table T's rows at each point's cell: for
+ * j < m, pyopnb_mul_row(T + cell[j] * K, ...) into row j of pr and acc [m, K] */
+static inline void pyopnb_gather_mul(const double* T, int K, const int* cell, ptrdiff_t m, double* pr,
+                                     double* acc) {
+    for (ptrdiff_t j = 0; j < m; ++j) pyopnb_mul_row(T + (ptrdiff_t)cell[j] * K, K, pr + j * K, acc + j * K);
+}
+
+/* pr[k] = 1, acc[k] = 0 for k < n: empty products */
+static inline void pyopnb_products_start(ptrdiff_t n, double* pr, double* acc) {
+    for (ptrdiff_t k = 0; k < n; ++k) {
+        pr[k] = 1.0;
+        acc[k] = 0.0;
+    }
+}
+
+/* the log of a product kept by pyopnb_mul_one */
+static inline double pyopnb_log_product(double pr, double acc) { return acc + log(pr); }
 
 /* One point as an evaluation point in one column of the gradient:
  * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k

@@ -9,9 +9,12 @@ cdef extern from "_simd.h" nogil:
     void pyopnb_decay_from_exp(double e, double d, int a, double* t)
     # dst[k] = src[k] for k < K: a short row
     void pyopnb_copy_row(const double* src, int K, double* dst)
-    # acc[j * stride + k] += T[cell[j] * K + k]: a table read at the points' cells
-    void pyopnb_gather_add(const double* T, int K, const int* cell, Py_ssize_t m, double* acc,
-                           Py_ssize_t stride)
+    # running products over the columns, logged once (see _simd.h): a row of K
+    # classes, the rows of a table at the points' cells, empty products, the log
+    void pyopnb_mul_row(const double* s, int K, double* pr, double* acc)
+    void pyopnb_gather_mul(const double* T, int K, const int* cell, Py_ssize_t m, double* pr, double* acc)
+    void pyopnb_products_start(Py_ssize_t n, double* pr, double* acc)
+    double pyopnb_log_product(double pr, double acc)
     # one point as an evaluation point in one column of the gradient
     double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
                              int y, int K, const double* h, bint shared, bint fresh)

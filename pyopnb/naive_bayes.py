@@ -31,9 +31,15 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
     density that is not positive there gives -inf, for the caller to redo
     exactly).
     """
-    m, ncol = Zte.shape
     thr = _threads.resolve()
-    out = np.zeros((m, K)) if log else np.ones((m, K))
+    if nbin is None:
+        return _ksum.class_sums(np.ascontiguousarray(Ztr, dtype=np.float64), np.ascontiguousarray(y0, dtype=np.intp),
+                                K, np.ascontiguousarray(H, dtype=np.float64),
+                                np.ascontiguousarray(Zte, dtype=np.float64), DEFAULT_BETA, log, thr)
+    if not log:
+        raise ValueError("binned class densities are in log space only (log=True)")
+    m, ncol = Zte.shape
+    out = np.zeros((m, K))
     for k in range(K):
         Zk = Ztr[y0 == k]
         nk = Zk.shape[0]
@@ -41,19 +47,10 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
             raise ValueError(f"class {k} has no training points")
         for t in range(ncol):
             h = float(H[k, t])
-            w = np.full((nk, 1), 1.0 / (nk * h))
-            x = np.ascontiguousarray(Zk[:, t])
-            e = np.ascontiguousarray(Zte[:, t])
-            if nbin is not None:
-                S = fk_sum(x, w[:, 0], h, e, nbin=nbin, threads=thr)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    out[:, k] += np.where(S > 0, _linalg.c_log_array(np.where(S > 0, S, 1.0)), -np.inf)
-            elif log:
-                L, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False, True, thr)
-                out[:, k] += L[:, 0]
-            else:
-                S, _ = _ksum.exact_sums(x, w, h, DEFAULT_BETA, e, True, False, False, thr)
-                out[:, k] *= S[:, 0]
+            S = fk_sum(np.ascontiguousarray(Zk[:, t]), np.full(nk, 1.0 / (nk * h)), h,
+                       np.ascontiguousarray(Zte[:, t]), nbin=nbin, threads=thr)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[:, k] += np.where(S > 0, _linalg.c_log_array(np.where(S > 0, S, 1.0)), -np.inf)
     return out
 
 

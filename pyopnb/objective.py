@@ -19,8 +19,10 @@ formulations hold):
     exact derivative of that value (through the binning fractions and the
     grid's ends too).
 
-Densities and posteriors are combined in log space, so a class density that
-underflows in a product gives ``-inf`` rather than ``log(0)`` of a rounded sum.
+A point's class densities are multiplied over the columns, each product
+logged before it could underflow (see _simd.h's pyopnb_mul_one), and the
+posteriors are combined in log space: no class density rounds to 0 in a
+product, and one that is 0 gives ``-inf``.
 """
 from __future__ import annotations
 

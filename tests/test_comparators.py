@@ -502,3 +502,18 @@ def test_khiops_discretisations_cost_no_less_under_the_paper_s_criterion(monkeyp
         if v.data_grid is not None:
             kh = np.array([p.upper_bound for p in v.data_grid.dimensions[0].partition][:-1])
             assert cost <= _modl_cost(x, y, J, kh) + 1e-9, name
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 10, 150])
+def test_quartiles_are_numpys_percentiles_to_the_bit(n):
+    """KernelNB's spread (Silverman's IQR) from one sort against np.percentile."""
+    from pyopnb.comparators._base import split_spread
+
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 6)) * 1e3
+    X[:, 0] = np.round(X[:, 0] / 500)  # ties
+    X[:, 1] = 4.0  # a constant column
+    sd, iqr = split_spread(X)
+    q75, q25 = np.percentile(X, [75, 25], axis=0)
+    np.testing.assert_array_equal(iqr, (q75 - q25) / 1.34)
+    np.testing.assert_array_equal(sd, X.std(axis=0, ddof=1))

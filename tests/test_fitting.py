@@ -56,9 +56,12 @@ def test_the_iteration_limit_warns_and_maxit_is_the_callers(pima):
     assert "Give a larger maxit" in said[0]
     m, said = convergence_warnings(lambda: opnb_journal(pima.X_train, pima.y_train, ndim=2, maxit=2))
     assert m.convergence == 1 and "opnb_journal: L-BFGS-B stopped at its iteration limit, maxit = 2" in said[0]
+    # a larger maxit is used: the fit ends before it (whether L-BFGS-B then
+    # reports convergence or a last line search lost in rounding is the bits' call)
     ok, said = convergence_warnings(lambda: OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, lam=1e-2,
                                                   maxit=500))
-    assert ok.convergence == 0 and said == []
+    assert ok.convergence in (0, 52)
+    assert not any("iteration limit" in s for s in said)
     for bad in (0, -1, 2.5, True, "100"):
         with pytest.raises(ValueError, match="maxit must be a positive integer"):
             OPNB(pima.X_train, pima.y_train, ndim=2, maxit=bad)

@@ -249,3 +249,39 @@ def test_hinted_argsort_is_the_stable_argsort_from_any_start(n):
         np.testing.assert_array_equal(argsort_hinted(x, hint), want)
         np.testing.assert_array_equal(hint, want)
         x = x + rng.normal(scale=0.02, size=n) * (step % 2)
+
+
+@pytest.mark.parametrize("log_S", [True, False])
+def test_class_sums_are_the_pairs_exact_sums(log_S):
+    """class_sums (every class's densities in every column, the naive Bayes
+    core) against exact_sums called for each (column, class) with weights
+    1/(n_k h), added or multiplied in column order: the same bits. Ties, a
+    test point on a training point, class bandwidths."""
+    from pyopnb import _ksum
+    from pyopnb.ksum import DEFAULT_BETA
+
+    rng = np.random.default_rng(8)
+    n, m, ncol, K = 70, 45, 3, 3
+    y = rng.integers(0, K, n)
+    y[:K] = np.arange(K)
+    Ztr = rng.normal(size=(n, ncol))
+    Ztr[1] = Ztr[0]
+    Zte = 2.0 * rng.normal(size=(m, ncol))
+    Zte[0] = Ztr[0]
+    H = rng.uniform(0.1, 2.0, size=(K, ncol))
+    got = _ksum.class_sums(Ztr, y.astype(np.intp), K, H, Zte, DEFAULT_BETA, log_S, 2)
+    want = np.zeros((m, K)) if log_S else np.ones((m, K))
+    for k in range(K):
+        for t in range(ncol):
+            x = np.ascontiguousarray(Ztr[y == k, t])
+            w = np.full((x.size, 1), 1.0 / (x.size * H[k, t]))
+            S, _ = _ksum.exact_sums(x, w, H[k, t], DEFAULT_BETA, np.ascontiguousarray(Zte[:, t]), True, False,
+                                    log_S, 1)
+            want[:, k] = want[:, k] + S[:, 0] if log_S else want[:, k] * S[:, 0]
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="class 1 has no training points"):
+        _ksum.class_sums(Ztr, np.where(y == 1, 0, y).astype(np.intp), K, H, Zte, DEFAULT_BETA, log_S, 1)
+    with pytest.raises(ValueError, match="class codes 0..2"):
+        _ksum.class_sums(Ztr, np.where(y == 1, 3, y).astype(np.intp), K, H, Zte, DEFAULT_BETA, log_S, 1)
+    with pytest.raises(ValueError, match="H"):
+        _ksum.class_sums(Ztr, y.astype(np.intp), K, H[:, :2].copy(), Zte, DEFAULT_BETA, log_S, 1)

@@ -393,12 +393,15 @@ def test_grid_subset_values_are_the_objective_of_the_subsets():
 
 
 def _direct_subset_values(tables, base, candidates, logprior, y):
-    """The subsets' l straight from the tables: a log-sum-exp per point."""
+    """The subsets' l straight from the tables: a log-sum-exp per point (the
+    base's log densities from its density tables, as subset_values takes
+    them, the candidates' from their log tables)."""
     T = tables.logS_lin.reshape(tables.ndim, tables.nbin, -1)
+    S = tables.S_lin.reshape(tables.ndim, tables.nbin, -1)
     n = tables.n
     rows = np.arange(n)
     cells = np.asarray(tables.cells)
-    B = sum((T[t][cells[t]] for t in base), np.zeros((n, T.shape[2])))
+    B = sum((np.log(S[t][cells[t]]) for t in base), np.zeros((n, T.shape[2])))
     out = []
     for j in candidates:
         v = logprior + B + T[j][cells[j]]
@@ -411,7 +414,7 @@ def _direct_subset_values(tables, base, candidates, logprior, y):
 def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
     """The factored log-sum-exp against the direct one, with tables edited so
     that the base and a candidate put points in different classes by up to
-    2000 nats (the factored sum underflows past about 575): each point takes
+    2600 nats (the factored sum underflows past about 575): each point takes
     one path or the other, and both must give the direct value."""
     from pyopnb import _project
     from pyopnb.objective import check_problem, grid_tables
@@ -421,16 +424,17 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
     tables = grid_tables(_project.project(p.X, V, 2), p, 40, False, 2)
     logprior = np.log(PI)
     T = tables.logS_lin.reshape(4, 40, 3)
+    S = tables.S_lin.reshape(4, 40, 3)
     plain = tables.subset_values([0], [1, 2, 3], logprior)
     np.testing.assert_allclose(plain, _direct_subset_values(tables, [0], [1, 2, 3], logprior, p.y0),
                                rtol=1e-13)
     g = np.arange(40)
-    T[0, :, 0] += 100.0 * (g - 20)  # the base favours class 0 on the right
+    S[0, :, 0] *= np.exp(34.0 * (g - 20))  # the base favours class 0 on the right
     T[2, :, 1] += 100.0 * (20 - g)  # a candidate favours class 1 on the left
     T[3, 5, :] = -np.inf  # a grid cell where no class has density
     # the factored sum of candidate 2: both paths taken
     cells = np.asarray(tables.cells)
-    a = logprior + T[0][cells[0]]
+    a = logprior + np.log(S[0][cells[0]])
     a = np.exp(a - a.max(axis=1, keepdims=True))
     E = T[2][cells[2]]
     E = np.exp(E - E.max(axis=1, keepdims=True))
@@ -504,3 +508,60 @@ def test_value_with_other_priors_comes_from_the_same_pass(threads):
     np.testing.assert_allclose(post.sum(axis=1), 1.0, rtol=1e-14)
     with pytest.raises(ValueError, match="value_logprior must have 3"):
         _passes.log_posteriors(logf, y, lp, threads, lp[:2])
+
+
+@pytest.mark.parametrize("mode, nbin", [("exact", 0), ("linear", 50)])
+def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
+    """Classes 30 bandwidths apart in each of 40 columns: a point's density
+    under the other class is about e^-30 a column, e^-1200 over all of them,
+    far below the smallest double, and one column moves five points of
+    class 1 900 bandwidths further (class 0's density exactly 0 there). The log of the product must be the sum of the columns'
+    logs (each column alone: one factor, no product), and -inf where a
+    factor is 0."""
+    from pyopnb import _passes
+
+    rng = np.random.default_rng(3)
+    n, K, ndim = 80, 2, 40
+    y = (np.arange(n) % K).astype(np.int32)
+    Zt = rng.normal(size=(ndim, n)) + 30.0 * y
+    Zt[7, 1:10:2] += 870.0
+    h = np.ones(K)
+    m = _passes.MODE_EXACT if mode == "exact" else _passes.MODE_LINEAR
+    args = (y, K, h, m, nbin, 1e-8, _BETA)
+    both = _passes.log_densities(Zt, *args, 1)
+    alone = sum(_passes.log_densities(Zt[t:t + 1].copy(), *args, 1) for t in range(ndim))
+    assert np.all(both[y == 0, 1] < -1000) and np.all(both[y == 1, 0] < -1000)
+    finite = np.isfinite(alone)
+    assert np.sum(~finite) == 5
+    np.testing.assert_array_equal(np.isfinite(both), finite)
+    np.testing.assert_allclose(both[finite], alone[finite], rtol=1e-14)
+    assert np.all(both[~finite] == -np.inf)
+    # the same products on two threads and in waves: the same bits
+    np.testing.assert_array_equal(_passes.log_densities(Zt, *args, 3), both)
+
+
+def test_r_binned_value_multiplies_the_tables_over_columns():
+    """R's binned value (RGridTables) from products of its density tables at
+    the points' cells, where those products underflow: the direct sum of logs."""
+    from pyopnb import _grid
+
+    rng = np.random.default_rng(4)
+    n, K, ndim = 90, 3, 30
+    y = (np.arange(n) % K).astype(np.int32)
+    Zt = rng.normal(size=(ndim, n)) + 40.0 * y
+    h = np.ones(K)
+    PI = np.bincount(y) / n
+    tables = _grid.RGridTables(ndim, y, K, h, 60, 1e-8, _BETA, True, 2).update(Zt)
+    value, post = tables.value_and_posteriors(np.log(PI), True)
+    cells = np.asarray(tables.cells)
+    for S, got in ((tables.S_lin, None), (tables.S_simple, post)):
+        S = S.reshape(ndim, 60, K)
+        logf = sum(np.log(S[t][cells[t]]) for t in range(ndim))
+        assert np.all(logf[y == 0, 2] < -1000)
+        v = np.log(PI) + logf
+        mx = v.max(axis=1, keepdims=True)
+        lse = mx[:, 0] + np.log(np.exp(v - mx).sum(axis=1))
+        if got is None:
+            assert value == pytest.approx(np.mean(v[np.arange(n), y] - lse), rel=1e-13)
+        else:
+            np.testing.assert_allclose(got, np.exp(v - lse[:, None]), rtol=1e-12, atol=1e-300)

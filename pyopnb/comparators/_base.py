@@ -87,5 +87,19 @@ def split_spread(X: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     if X.shape[0] < 2:
         zero = np.zeros(X.shape[1])
         return zero, zero.copy()
-    q75, q25 = np.percentile(X, [75, 25], axis=0)
-    return X.std(axis=0, ddof=1), (q75 - q25) / 1.34
+    Xs = np.sort(X, axis=0)
+    return X.std(axis=0, ddof=1), (_quantile(Xs, 0.75) - _quantile(Xs, 0.25)) / 1.34
+
+
+def _quantile(Xs: np.ndarray, q: float) -> np.ndarray:
+    """numpy's default (linear) quantile q of each column of the column-wise
+    sorted Xs, to the bit (its lerp from the nearer end), from one sort for
+    both quartiles: np.percentile partitions again for each call and cost a
+    fifth of KernelNB's fit at 150 x 20."""
+    n = Xs.shape[0]
+    v = (n - 1) * q
+    lo = int(np.floor(v))
+    g = v - lo
+    a, b = Xs[lo], Xs[min(lo + 1, n - 1)]
+    diff = b - a
+    return b - diff * (1 - g) if g >= 0.5 else a + diff * g
