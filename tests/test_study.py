@@ -374,3 +374,36 @@ def test_every_split_and_tuning_fold_is_stratified():
         assert np.array_equal(np.sort(held), np.arange(train.size))
         for fit_rows, val_rows in inner:
             np.testing.assert_allclose(np.bincount(y[train][val_rows], minlength=4), tr_counts / 3, atol=1)
+
+
+def test_study_speed_compares_the_results_both_runs_hold(tmp_path):
+    """benchmarks.study_speed: per-method sums of each result's seconds over
+    the (set, split, method) results both folders hold, their ratio, and
+    each run's recorded wall time; an existing output file is refused."""
+    from benchmarks import study_speed
+    from pyopnb.study.store import Store
+
+    def run(folder, rows):
+        store = Store(folder, {"splits": 3})
+        store.begin_run("test")
+        for (d, s, m), sec in rows.items():
+            store.add(d, s, m, {"error": 0.1, "params": "{}", "seconds": sec, "note": ""})
+        store.close()
+
+    run(tmp_path / "a", {("iris", 0, "OPNB"): 4.0, ("iris", 1, "OPNB"): 2.0, ("iris", 0, "LDA"): 1.0,
+                         ("wine", 0, "OPNB"): 9.0})
+    run(tmp_path / "b", {("iris", 0, "OPNB"): 1.0, ("iris", 1, "OPNB"): 1.0, ("iris", 0, "LDA"): 2.0})
+    (ta, wa), (tb, wb) = study_speed.task_times(tmp_path / "a"), study_speed.task_times(tmp_path / "b")
+    assert ta[("wine", 0, "OPNB")] == 9.0 and wa > 0 and wb > 0
+    text = study_speed.compare(ta, tb, ("old", "new"), (10.0, 4.0))
+    assert "| OPNB | 2 | 6.0 | 2.0 | 3.0x |" in text
+    assert "| LDA | 1 | 1.0 | 2.0 | 0.5x |" in text
+    assert "| all methods | 3 | 7.0 | 4.0 | 1.8x |" in text and "on 1 sets, 3 results" in text
+    assert "old 10 s, new 4 s (2.5x)" in text
+    out = tmp_path / "speed.md"
+    study_speed.main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)])
+    assert "| OPNB | 2 |" in out.read_text()
+    with pytest.raises(FileExistsError):
+        study_speed.main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)])
+    with pytest.raises(FileNotFoundError, match="no study results"):
+        study_speed.task_times(tmp_path / "c")
