@@ -4,7 +4,7 @@
 
 Every column of Z = XV is set up (sorted, or binned on a grid) and its
 class densities summed by the recursion of _ksum; the passes over the points
-(logs, per-point gradient terms) then use every thread. Two modes:
+(products over the columns, per-point gradient terms) then use every thread. Two modes:
 MODE_EXACT (exact sums) and MODE_LINEAR (the correct binned objective: each
 point's weight split linearly between its grid points, densities summed at
 the points). R's binned objective reads densities at grid points and is
