@@ -80,7 +80,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, help="write the table here (refused if the file exists)")
     args = ap.parse_args(argv)
     (tb, wb), (ta, wa) = task_times(args.before), task_times(args.after)
-    text = compare(tb, ta, tuple(args.labels), tuple(args.walls) if args.walls else (wb, wa))
+    walls = tuple(args.walls) if args.walls else (wb, wa)
+    # a folder without a record of its own has no wall time to show (NaN)
+    text = compare(tb, ta, tuple(args.labels), walls if all(w == w for w in walls) else None)
     if args.out is not None:
         with open(args.out, "x") as fh:  # never overwrite an earlier comparison
             fh.write(text)

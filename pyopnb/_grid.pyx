@@ -23,7 +23,7 @@ from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
 from pyopnb._passes cimport (Column, Problem, _Work, _bin_linear, _grid_cell_of, _grid_delta,
                              _grid_at, _grid_motion, _min_max, _row_posterior, _set_grid)
 from pyopnb._simd cimport (pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_gather_mul, pyopnb_grad_point,
-                          pyopnb_log_product, pyopnb_products_start)
+                          pyopnb_log_products, pyopnb_products_start)
 
 cnp.import_array()
 
@@ -47,12 +47,10 @@ cdef void _block_logf(const double* T, Py_ssize_t TK, int K, const int* C, Py_ss
     at the points' cells C [ndim, n] (acc [m, K]: scratch), as _passes'
     log_densities multiplies and logs (pyopnb_mul_row)."""
     cdef int p
-    cdef Py_ssize_t j
     pyopnb_products_start(m * K, logf, acc)
     for p in range(ncol):
         pyopnb_gather_mul(&T[cols[p] * TK], K, &C[cols[p] * n + i0], m, logf, acc)
-    for j in range(m * K):
-        logf[j] = pyopnb_log_product(logf[j], acc[j])
+    pyopnb_log_products(m * K, logf, acc)
 
 
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
@@ -414,7 +412,7 @@ cdef class GridTables:
                     _reduce_blocks(&PS[t * nblk * TK], nblk, TK)
                     _grid_sums(P, &P.ker, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], 0, &sp, False, False,
                                &Tc[t * TT] if sp.sparse else NULL, not sp.sparse, inner)
-        self._logs_made = interp
+        self._logs_made = False
         return self
 
     cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil:
@@ -501,18 +499,19 @@ cdef class RGridTables(GridTables):
         return total / n, post
 
     cdef void _make_logs(self):
-        """logS_lin = log S_lin at the points' cells (all subset_values reads),
-        once per update."""
+        """logS_lin = log S_lin at each column's cells (its support's C: all
+        that subset_values reads), once per update."""
         cdef Py_ssize_t t, j, e
         cdef int k, K = self.wk.P.K
-        cdef const int* C = &self.cells[0, 0]
+        cdef Support sp
         cdef double[:, ::1] T = self.S_lin
         cdef double[:, ::1] L = self.logS_lin
         if self._logs_made:
             return
         for t in range(self.ndim):
-            for j in range(self.n):
-                e = C[t * self.n + j] * K
+            sp = self._column_support(t, 0, False)
+            for j in range(sp.mc):
+                e = sp.C[j] * K
                 for k in range(K):
                     L[t, e + k] = log(T[t, e + k])
         self._logs_made = True

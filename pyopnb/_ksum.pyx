@@ -39,6 +39,8 @@ from libc.string cimport memset
 from pyopnb._core cimport _MAX_ORDER, _alloc, _data_or_null, _max_threads
 # gaps remembered by _gap_decays
 DEF _GAP_CACHE = 4
+# the recursion runs its passes side by side from this many anchors
+DEF _PAR_ANCHORS = 4096
 
 from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
 from pyopnb._sort cimport _argsort
@@ -168,8 +170,9 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     cdef int a1 = a + 1
     if G == 0:
         return
-    if nthr == 1:
-        # no parallel region: a team of one still costs a futex wake-up (a third of a microsecond)
+    if nthr == 1 or G < _PAR_ANCHORS:
+        # no parallel region: a team of one still costs a futex wake-up (a third of a microsecond),
+        # and a team for a few anchors more than the passes (kernel naive Bayes' small classes)
         if not have_T:
             _gap_decays(anchors, 1, G, h, shared, a, r, T)
         _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)
@@ -542,12 +545,44 @@ cdef inline void _merge_anchors(const double* anchors, Py_ssize_t n, const doubl
         lo[j] = q
 
 
+cdef int _sample_sums(const double* x, Py_ssize_t n, const double* W, int r, double h, const Kernel* ker,
+                     Tables* tb, Py_ssize_t* order, double* anchors, double* Wa, const double* es,
+                     const Py_ssize_t* eorder, Py_ssize_t m, Py_ssize_t* lo, double* S, double* D, bint logS,
+                     int nthr) noexcept nogil:
+    """Exact sums of the sample x [n] with weights W [n, r] (row i: x[i]'s),
+    at m sorted evaluation points es (eorder: their rows of S and D), or at
+    the sample itself (es NULL, m = n, rows in x's order). Scratch: order,
+    anchors [n], Wa [n, r], lo [m], tb for n anchors. Returns -1 when out
+    of memory (the sort's)."""
+    cdef Py_ssize_t q, j
+    if _argsort(x, n, order, anchors, nthr):
+        return -1
+    if nthr == 1 or n * r < 65536:
+        # no OpenMP region for a short copy: class_sums calls this per (column, class)
+        for q in range(n):
+            for j in range(r):
+                Wa[q * r + j] = W[order[q] * r + j]
+    else:
+        for q in prange(n, num_threads=nthr, schedule="static"):
+            for j in range(r):
+                Wa[q * r + j] = W[order[q] * r + j]
+    if es == NULL:
+        # in sorted order; a point's anchor is its tie group's last
+        _last_of_ties(anchors, n, lo)
+    else:
+        _merge_anchors(anchors, n, es, m, lo)
+    # at the sample every point is its own anchor
+    _sums_on_anchors(anchors, n, Wa, r, &h, True, ker, tb, es, lo, m,
+                     <const Py_ssize_t*> order if es == NULL else eorder, S, D, logS, False, nthr)
+    return 0
+
+
 def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const double[:, ::1] H,
                const double[:, ::1] Zte, const double[::1] beta, bint log_S, int num_threads):
     """[m, K]: for each class k, sum_t log f_kt(Zte[:, t]) (log_S) or prod_t f_kt(Zte[:, t]),
     f_kt(z) = 1/(n_k H[k, t]) sum_{y0_i = k} K((z - Ztr[i, t]) / H[k, t]).
 
-    exact_sums of each (column, class) with weights 1/(n_k H[k, t]), every
+    _sample_sums of each (column, class) with weights 1/(n_k H[k, t]), every
     column's evaluation points sorted once for all classes, and the columns
     added (or multiplied) into each class's entry in order: the same numbers
     as those calls one by one, without a call and its buffers per pair.
@@ -582,6 +617,7 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     cdef Tables tb
     cdef double h, w
     cdef double* xk = <double*> _alloc(nmax * sizeof(double))
+    cdef double* wk = <double*> _alloc(nmax * sizeof(double))
     cdef Py_ssize_t* order = <Py_ssize_t*> _alloc(nmax * sizeof(Py_ssize_t))
     cdef double* anchors = <double*> _alloc(nmax * sizeof(double))
     cdef double* Wa = <double*> _alloc(nmax * sizeof(double))
@@ -591,7 +627,7 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
     cdef double* S = <double*> _alloc(m * sizeof(double))
     with nogil:
-        if (_tables_alloc(&tb, nmax, 1, ker.a + 1, True, False) or xk == NULL or order == NULL
+        if (_tables_alloc(&tb, nmax, 1, ker.a + 1, True, False) or xk == NULL or wk == NULL or order == NULL
                 or anchors == NULL or Wa == NULL or e == NULL or eorder == NULL or es == NULL
                 or lo == NULL or S == NULL):
             bad = 1
@@ -603,17 +639,14 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
             k = 0
             while k < K and not bad:
                 q = st[k + 1] - st[k]
-                for i in range(q):
-                    xk[i] = Ztr[rw[st[k] + i], t]
-                bad = _argsort(xk, q, order, anchors, nthr)
                 h = H[k, t]
                 w = 1.0 / (q * h)
                 for i in range(q):
-                    Wa[i] = w
-                _merge_anchors(anchors, q, es, m, lo)
+                    xk[i] = Ztr[rw[st[k] + i], t]
+                    wk[i] = w
+                bad = _sample_sums(xk, q, wk, 1, h, &ker, &tb, order, anchors, Wa, es, eorder, m, lo, S, NULL,
+                                   log_S, nthr)
                 if not bad:
-                    _sums_on_anchors(anchors, q, Wa, 1, &h, True, &ker, &tb, es, lo, m, eorder, S, NULL, log_S,
-                                     False, nthr)
                     for j in range(m):
                         if log_S:
                             ov[j, k] = ov[j, k] + S[j]
@@ -622,7 +655,7 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
                 k += 1
             t += 1
     _tables_free(&tb)
-    free(xk); free(order); free(anchors); free(Wa); free(e); free(eorder); free(es); free(lo); free(S)
+    free(xk); free(wk); free(order); free(anchors); free(Wa); free(e); free(eorder); free(es); free(lo); free(S)
     if bad:
         raise MemoryError("class_sums: out of memory")
     return out
@@ -636,7 +669,7 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     Returns (S, D) [m, r] in e's (or x's) order, None where not wanted; with
     log_S, S holds log ksum (for positive weights and beta).
     """
-    cdef Py_ssize_t n = x.shape[0], r = W.shape[1], m, q, j
+    cdef Py_ssize_t n = x.shape[0], r = W.shape[1], m
     cdef Kernel ker
     _make_kernel(&beta[0], beta.shape[0], &ker)
     cdef bint at_x = e is None
@@ -659,23 +692,12 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
     with nogil:
         if (_tables_alloc(&tb, n, r, a1, True, False) or order == NULL or anchors == NULL or Wa == NULL
-                or eorder == NULL or es == NULL or lo == NULL or _argsort(&x[0], n, order, anchors, nthr)):
+                or eorder == NULL or es == NULL or lo == NULL
+                or (not at_x and _argsort(&ev[0], m, eorder, es, nthr))):
             bad = 1
         else:
-            for q in prange(n, num_threads=nthr, schedule="static"):
-                for j in range(r):
-                    Wa[q * r + j] = W[order[q], j]
-            if at_x:
-                # in sorted order; a point's anchor is its tie group's last
-                _last_of_ties(anchors, n, lo)
-            elif _argsort(&ev[0], m, eorder, es, nthr):
-                bad = 1
-            else:
-                _merge_anchors(anchors, n, es, m, lo)
-            if not bad:
-                # at the sample every point is its own anchor
-                _sums_on_anchors(anchors, n, Wa, r, &h, True, &ker, &tb, <const double*> NULL if at_x else es,
-                                 lo, m, eorder, Sp, Dp, log_S, False, nthr)
+            bad = _sample_sums(&x[0], n, &W[0, 0], r, h, &ker, &tb, order, anchors, Wa,
+                               <const double*> NULL if at_x else es, eorder, m, lo, Sp, Dp, log_S, nthr)
     _tables_free(&tb)
     if not at_x:
         free(eorder); free(es)

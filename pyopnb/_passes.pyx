@@ -20,7 +20,7 @@ from libc.string cimport memcmp, memcpy, memset
 from pyopnb._core cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
-from pyopnb._simd cimport pyopnb_grad_point, pyopnb_log_product, pyopnb_mul_row, pyopnb_products_start
+from pyopnb._simd cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_mul_row, pyopnb_products_start
 from pyopnb._sort cimport _argsort_hinted
 
 cnp.import_array()
@@ -185,16 +185,14 @@ cdef inline void _multiply_rows(const Problem* P, Column* cols, int w, double* p
 
 
 cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) noexcept nogil:
-    """pr[j] = log of the product kept in pr[j], acc[j], for j < m."""
-    cdef Py_ssize_t j, chunk = max(4096, (m + nthr - 1) // nthr)
+    """pyopnb_log_products over m entries, in chunks on nthr threads."""
+    cdef Py_ssize_t chunk = max(4096, (m + nthr - 1) // nthr)
     cdef int b
     if nthr == 1 or m <= chunk:
-        for j in range(m):
-            pr[j] = pyopnb_log_product(pr[j], acc[j])
+        pyopnb_log_products(m, pr, acc)
         return
     for b in prange((m + chunk - 1) // chunk, num_threads=nthr, schedule='static'):
-        for j in range(b * chunk, min(m, b * chunk + chunk)):
-            pr[j] = pyopnb_log_product(pr[j], acc[j])
+        pyopnb_log_products(min(chunk, m - b * chunk), &pr[b * chunk], &acc[b * chunk])
 
 
 cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const double* post,
@@ -493,14 +491,14 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
     cdef Column* cols
     cdef bint keep = wk.keep
+    cdef int bad = 0
+    if ndim == 0 or n == 0:
+        return np.zeros((n, K))
     # each point's class densities multiplied over the columns, logged once
     logf = np.empty((n, K))
     acc = np.empty((n, K))
     cdef double* pr = <double*> cnp.PyArray_DATA(logf)
     cdef double* ac = <double*> cnp.PyArray_DATA(acc)
-    cdef int bad = 0
-    if ndim == 0 or n == 0:
-        return np.zeros((n, K))
     wk.kept = False
     with nogil:
         pyopnb_products_start(n * K, pr, ac)

@@ -150,7 +150,7 @@ static inline void pyopnb_copy_row(const double* src, int K, double* dst) {
 /* A point's class densities multiplied over the columns and logged once.
  * For each class k: pr[k], the running product, and acc[k], the sum of the
  * logs of the products closed so far; log prod_t s_t = acc + log(pr)
- * (pyopnb_log_product). A product that would leave [1e-289, 1e289] (or meet
+ * (pyopnb_log_products). A product that would leave [1e-289, 1e289] (or meet
  * a 0, an inf or a NaN) is closed: its log goes to acc and the new factor
  * starts the next, so no product underflows or overflows, and a class
  * density of 0 still gives -inf. The logs of the columns' densities
@@ -201,8 +201,11 @@ static inline void pyopnb_products_start(ptrdiff_t n, double* pr, double* acc) {
     }
 }
 
-/* the log of a product kept by pyopnb_mul_one */
-static inline double pyopnb_log_product(double pr, double acc) { return acc + log(pr); }
+/* pr[k] = acc[k] + log(pr[k]) for k < n: the logs of the products kept by
+ * pyopnb_mul_one, in place */
+static inline void pyopnb_log_products(ptrdiff_t n, double* pr, const double* acc) {
+    for (ptrdiff_t k = 0; k < n; ++k) pr[k] = acc[k] + log(pr[k]);
+}
 
 /* One point as an evaluation point in one column of the gradient:
  * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k

@@ -14,7 +14,7 @@ cdef extern from "_simd.h" nogil:
     void pyopnb_mul_row(const double* s, int K, double* pr, double* acc)
     void pyopnb_gather_mul(const double* T, int K, const int* cell, Py_ssize_t m, double* pr, double* acc)
     void pyopnb_products_start(Py_ssize_t n, double* pr, double* acc)
-    double pyopnb_log_product(double pr, double acc)
+    void pyopnb_log_products(Py_ssize_t n, double* pr, const double* acc)
     # one point as an evaluation point in one column of the gradient
     double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
                              int y, int K, const double* h, bint shared, bint fresh)
