@@ -22,8 +22,8 @@ from pyopnb._core cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
 from pyopnb._passes cimport (Column, Problem, _Work, _bin_linear, _grid_cell_of, _grid_delta,
                              _grid_at, _grid_motion, _min_max, _row_posterior, _set_grid)
-from pyopnb._simd cimport (pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_gather_mul, pyopnb_grad_point,
-                          pyopnb_log_products, pyopnb_products_start)
+from pyopnb._simd cimport (pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_grad_point,
+                          pyopnb_point_products)
 
 cnp.import_array()
 
@@ -39,18 +39,18 @@ cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
     return max(8, 4096 // K)
 
 
-cdef void _block_logf(const double* T, Py_ssize_t TK, int K, const int* C, Py_ssize_t n,
-                      const Py_ssize_t* cols, int ncol, Py_ssize_t i0, Py_ssize_t m, double* logf,
-                      double* acc) noexcept nogil:
-    """logf [m, K]: for the points i0..i0+m-1, the log of the product over
-    the columns cols[:ncol] (in order) of the density tables T [ndim, TK]
-    at the points' cells C [ndim, n] (acc [m, K]: scratch), as _passes'
-    log_densities multiplies and logs (pyopnb_mul_row)."""
-    cdef int p
-    pyopnb_products_start(m * K, logf, acc)
-    for p in range(ncol):
-        pyopnb_gather_mul(&T[cols[p] * TK], K, &C[cols[p] * n + i0], m, logf, acc)
-    pyopnb_log_products(m * K, logf, acc)
+cdef void _block_logf(const double* T1, const double* T2, Py_ssize_t TK, int K, const int* C, Py_ssize_t n,
+                      const Py_ssize_t* cols, int ncol, Py_ssize_t i0, Py_ssize_t m, double* lf1,
+                      double* lf2) noexcept nogil:
+    """lf1 (and lf2 where T2 is not NULL) [m, K]: for the points
+    i0..i0+m-1, the log of the product over the columns cols[:ncol] (in
+    order) of the density tables T1 (T2) [ndim, TK] at the points' cells
+    C [ndim, n], as _passes' log_densities multiplies and logs
+    (pyopnb_mul_row); two tables read at the same cells in one pass."""
+    cdef Py_ssize_t j
+    for j in range(m):
+        pyopnb_point_products(T1, T2, TK, K, &C[i0 + j], n, cols, ncol, &lf1[j * K],
+                              &lf2[j * K] if T2 != NULL else NULL)
 
 
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
@@ -465,8 +465,8 @@ cdef class RGridTables(GridTables):
             self._post = np.empty((n, K))
         post = self._post if posteriors else None
         terms = self._terms
-        # each thread's log densities and products' scratch for a block, padded
-        # (threads writing neighbouring rows share cache lines)
+        # each thread's log densities for a block, linear and simple binning,
+        # padded (threads writing neighbouring rows share cache lines)
         accs = np.empty((nthr, 2 * B * K + 16))
         cols = np.arange(ndim, dtype=np.intp)
         cdef double* pp = _data_or_null(post)
@@ -486,13 +486,13 @@ cdef class RGridTables(GridTables):
                 i0 = b * B
                 m = min(B, n - i0)
                 lf = &av[tid, 0]
-                _block_logf(Tl, TK, K, C, n, &colv[0], ndim, i0, m, lf, &av[tid, B * K])
+                _block_logf(Tl, Ts if posteriors else NULL, TK, K, C, n, &colv[0], ndim, i0, m, lf,
+                            &av[tid, B * K])
                 for j in range(m):
                     tv[i0 + j] = _row_posterior(&lf[j * K], &logprior[0], K, y[i0 + j], NULL)
                 if posteriors:
-                    _block_logf(Ts, TK, K, C, n, &colv[0], ndim, i0, m, lf, &av[tid, B * K])
                     for j in range(m):
-                        _row_posterior(&lf[j * K], &logprior[0], K, y[i0 + j], &pp[(i0 + j) * K])
+                        _row_posterior(&av[tid, (B + j) * K], &logprior[0], K, y[i0 + j], &pp[(i0 + j) * K])
             # summed in order, so that the value does not depend on the threads
             for i in range(n):
                 total = total + tv[i]
@@ -565,7 +565,7 @@ cdef class RGridTables(GridTables):
         cdef const double[:, ::1] Ev = Ex
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
-        accs = np.empty((nthr, 2 * B * K))
+        accs = np.empty((nthr, B * K + 16))
         aexp = np.empty((nthr, B * K))
         amax = np.empty((nthr, B))
         cdef double[:, ::1] pv = part
@@ -583,7 +583,7 @@ cdef class RGridTables(GridTables):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_logf(Sl, TK, K, C, n, &bv[0], nb, i0, m, &av[tid, 0], &av[tid, B * K])
+                _block_logf(Sl, NULL, TK, K, C, n, &bv[0], nb, i0, m, &av[tid, 0], NULL)
                 for j in range(m):
                     ar = &xv[tid, j * K]
                     mx = -INFINITY

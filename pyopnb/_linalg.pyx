@@ -16,13 +16,12 @@ The crossproduct's vector paths (SSE2, AVX2, AVX-512, chosen at run time)
 run across independent outputs and give the same bits; ``PYOPNB_SIMD``
 (sse2, avx2, avx512) caps the path, for tests.
 """
-import os
 
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, exp as c_exp, log as c_log
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, calloc, free, getenv
 
 from pyopnb._project import project
 
@@ -49,16 +48,19 @@ _level_of = {}  # PYOPNB_SIMD's value -> the path (read on every call: tests cha
 
 
 cdef int _level() except -1:
-    raw = os.environ.get("PYOPNB_SIMD", "")
+    # the C library's getenv: os.environ writes through to it, and reading
+    # the mapping cost a tenth of a small objective's evaluation
+    cdef const char* env = getenv(b"PYOPNB_SIMD")
+    raw = b"" if env == NULL else <bytes>env
     level = _level_of.get(raw)
     if level is None:
         level = _level_of[raw] = _level_for(raw)
     return level
 
 
-cdef int _level_for(str raw) except -1:
+cdef int _level_for(bytes raw) except -1:
     best = pyopnb_simd_best()
-    cap = raw.strip().lower()
+    cap = raw.decode(errors="replace").strip().lower()
     if not cap:
         return best
     if cap not in _LEVELS:

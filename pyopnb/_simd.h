@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <math.h>
+#include <emmintrin.h>
 
 typedef double pyopnb_v2d __attribute__((vector_size(16)));
 typedef long long pyopnb_v2i __attribute__((vector_size(16)));
@@ -169,28 +170,94 @@ static inline void pyopnb_mul_one(double s, double* pr, double* acc) {
     }
 }
 
-/* pyopnb_mul_one for k < K, two classes to a vector while both stay in range */
-static inline void pyopnb_mul_row(const double* s, int K, double* pr, double* acc) {
+/* pyopnb_mul_one in two lanes held in registers, together while both stay
+ * in range */
+static inline void pyopnb_mul2(pyopnb_v2d s, pyopnb_v2d* pr, pyopnb_v2d* acc) {
     const pyopnb_v2d lo = pyopnb_v2d{PYOPNB_PROD_LO, PYOPNB_PROD_LO}, hi = pyopnb_v2d{PYOPNB_PROD_HI, PYOPNB_PROD_HI};
+    const pyopnb_v2d q = *pr * s;
+    const pyopnb_v2i in = (pyopnb_v2i)(q >= lo) & (pyopnb_v2i)(q <= hi);
+    if (in[0] && in[1]) {
+        *pr = q;
+    } else {
+        for (int l = 0; l < 2; ++l) {
+            if (in[l]) {
+                (*pr)[l] = q[l];
+            } else {
+                (*acc)[l] = (*acc)[l] + log((*pr)[l]);
+                (*pr)[l] = s[l];
+            }
+        }
+    }
+}
+
+/* pyopnb_mul_one for k < K, two classes to a vector */
+static inline void pyopnb_mul_row(const double* s, int K, double* pr, double* acc) {
     int k = 0;
     for (; k + 2 <= K; k += 2) {
-        const pyopnb_v2d q = pyopnb_load2(pr + k) * pyopnb_load2(s + k);
-        const pyopnb_v2i in = (pyopnb_v2i)(q >= lo) & (pyopnb_v2i)(q <= hi);
-        if (in[0] && in[1]) {
-            memcpy(pr + k, &q, sizeof q);
-        } else {
-            pyopnb_mul_one(s[k], pr + k, acc + k);
-            pyopnb_mul_one(s[k + 1], pr + k + 1, acc + k + 1);
-        }
+        pyopnb_v2d p = pyopnb_load2(pr + k), a = pyopnb_load2(acc + k);
+        pyopnb_mul2(pyopnb_load2(s + k), &p, &a);
+        memcpy(pr + k, &p, sizeof p);
+        memcpy(acc + k, &a, sizeof a);
     }
     if (k < K) pyopnb_mul_one(s[k], pr + k, acc + k);
 }
 
-/* the running products of the table T's rows at each point's cell: for
- * j < m, pyopnb_mul_row(T + cell[j] * K, ...) into row j of pr and acc [m, K] */
-static inline void pyopnb_gather_mul(const double* T, int K, const int* cell, ptrdiff_t m, double* pr,
-                                     double* acc) {
-    for (ptrdiff_t j = 0; j < m; ++j) pyopnb_mul_row(T + (ptrdiff_t)cell[j] * K, K, pr + j * K, acc + j * K);
+/* the running products p of one pair of classes through the columns
+ * cols[:ncol] of the table T at the cells C[cols[c] * n], from column c0:
+ * pyopnb_mul2 at every step. A class without a partner (two = 0) shares its
+ * register with a factor of 1. */
+static inline void pyopnb_pair_products(const double* T, ptrdiff_t TK, int K, int k, int two, const int* C,
+                                        ptrdiff_t n, const ptrdiff_t* cols, int c0, int ncol, pyopnb_v2d* p,
+                                        pyopnb_v2d* a) {
+    for (int c = c0; c < ncol; ++c) {
+        const ptrdiff_t off = cols[c] * TK + (ptrdiff_t)C[cols[c] * n] * K + k;
+        pyopnb_mul2(two ? pyopnb_load2(T + off) : pyopnb_v2d{T[off], 1.0}, p, a);
+    }
+}
+
+/* One point's log products over the columns cols[:ncol] (in order) of the
+ * tables T1 and T2 [.., TK] (T2 may be NULL) at its cells, C[cols[c] * n]
+ * for column cols[c]: lf1[k], lf2[k] for k < K, as pyopnb_mul_row and
+ * pyopnb_log_products make them. Point by point, two classes at a time, the
+ * running products stay in registers through the columns (a product kept
+ * in memory was stored and reloaded at every column), and are first
+ * multiplied straight through, with one test at the end that every partial
+ * product stayed in range: then they are pyopnb_mul2's, which takes its
+ * in-range branch at every step. Otherwise the pair is multiplied again by
+ * pyopnb_mul2. */
+static inline void pyopnb_point_products(const double* T1, const double* T2, ptrdiff_t TK, int K, const int* C,
+                                         ptrdiff_t n, const ptrdiff_t* cols, int ncol, double* lf1, double* lf2) {
+    const pyopnb_v2d one = pyopnb_v2d{1.0, 1.0}, zero = pyopnb_v2d{0.0, 0.0};
+    const __m128d lo = _mm_set1_pd(PYOPNB_PROD_LO), hi = _mm_set1_pd(PYOPNB_PROD_HI);
+    for (int k = 0; k < K; k += 2) {
+        const int two = k + 1 < K;
+        pyopnb_v2d p1 = one, a1 = zero, p2 = one, a2 = zero;
+        /* the range test in SSE2's own terms: through the vector extension
+           GCC moved each mask to integer registers at every step */
+        __m128d q1 = one, q2 = one, in1 = _mm_cmpeq_pd(one, one), in2 = in1;
+        for (int c = 0; c < ncol; ++c) {
+            const ptrdiff_t off = cols[c] * TK + (ptrdiff_t)C[cols[c] * n] * K + k;
+            q1 = _mm_mul_pd(q1, two ? _mm_loadu_pd(T1 + off) : _mm_set_pd(1.0, T1[off]));
+            in1 = _mm_and_pd(in1, _mm_and_pd(_mm_cmpge_pd(q1, lo), _mm_cmple_pd(q1, hi)));
+            if (T2) {
+                q2 = _mm_mul_pd(q2, two ? _mm_loadu_pd(T2 + off) : _mm_set_pd(1.0, T2[off]));
+                in2 = _mm_and_pd(in2, _mm_and_pd(_mm_cmpge_pd(q2, lo), _mm_cmple_pd(q2, hi)));
+            }
+        }
+        const int ok1 = _mm_movemask_pd(in1) == 3, ok2 = _mm_movemask_pd(in2) == 3;
+        if (ok1) p1 = q1;
+        if (ok2) p2 = q2;
+        if (!ok1) {
+            pyopnb_pair_products(T1, TK, K, k, two, C, n, cols, 0, ncol, &p1, &a1);
+        }
+        if (T2 && !ok2) {
+            pyopnb_pair_products(T2, TK, K, k, two, C, n, cols, 0, ncol, &p2, &a2);
+        }
+        for (int l = 0; l <= two; ++l) {
+            lf1[k + l] = a1[l] + log(p1[l]);
+            if (T2) lf2[k + l] = a2[l] + log(p2[l]);
+        }
+    }
 }
 
 /* pr[k] = 1, acc[k] = 0 for k < n: empty products */
@@ -219,6 +286,7 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
                                        const double* post, int y, int K, const double* h, int shared,
                                        int fresh) {
     const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0}, one = pyopnb_v2d{1.0, 1.0};
+    const pyopnb_v2d yd = pyopnb_v2d{(double)y, (double)y};
     double bsum = 0.0;
     int k = 0;
     for (; k + 2 <= K; k += 2) {
@@ -228,7 +296,10 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
            NaN is made. Selected by bit masks, which GCC and clang both take */
         const pyopnb_v2i pos = (pyopnb_v2i)(f > zero);
         const pyopnb_v2d fs = (pyopnb_v2d)(((pyopnb_v2i)f & pos) | ((pyopnb_v2i)one & ~pos));
-        const pyopnb_v2d ind = pyopnb_v2d{y == k ? 1.0 : 0.0, y == k + 1 ? 1.0 : 0.0};
+        /* 1{y = k} by a vector comparison: a branch on the class missed
+           for every other point */
+        const pyopnb_v2d kk = pyopnb_v2d{(double)k, (double)(k + 1)};
+        const pyopnb_v2d ind = (pyopnb_v2d)((pyopnb_v2i)(kk == yd) & (pyopnb_v2i)one);
         const pyopnb_v2d q = (ind - pyopnb_load2(post + k)) / fs;
         const pyopnb_v2d c = (pyopnb_v2d)((pyopnb_v2i)q & pos);
         const pyopnb_v2d w = (fresh ? zero : pyopnb_load2(W + k)) + c;
@@ -240,7 +311,7 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
     }
     if (k < K) {
         const double f = S[k];
-        const double c = f > 0.0 ? ((y == k ? 1.0 : 0.0) - post[k]) / f : 0.0;
+        const double c = f > 0.0 ? ((double)(y == k) - post[k]) / f : 0.0;
         W[k] = (fresh ? 0.0 : W[k]) + c;
         bsum = bsum + (shared ? c * D[k] : c * D[k] / h[k]);
     }

@@ -10,9 +10,11 @@ cdef extern from "_simd.h" nogil:
     # dst[k] = src[k] for k < K: a short row
     void pyopnb_copy_row(const double* src, int K, double* dst)
     # running products over the columns, logged once (see _simd.h): a row of K
-    # classes, the rows of a table at the points' cells, empty products, the log
+    # classes, one point's logged products of one or two tables at its cells,
+    # empty products, the log
     void pyopnb_mul_row(const double* s, int K, double* pr, double* acc)
-    void pyopnb_gather_mul(const double* T, int K, const int* cell, Py_ssize_t m, double* pr, double* acc)
+    void pyopnb_point_products(const double* T1, const double* T2, Py_ssize_t TK, int K, const int* C,
+                               Py_ssize_t n, const Py_ssize_t* cols, int ncol, double* lf1, double* lf2)
     void pyopnb_products_start(Py_ssize_t n, double* pr, double* acc)
     void pyopnb_log_products(Py_ssize_t n, double* pr, const double* acc)
     # one point as an evaluation point in one column of the gradient

@@ -10,6 +10,7 @@ model's V. Everything formulation-specific is the formulation's
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Callable, Optional, Tuple, Union
 
@@ -162,7 +163,7 @@ class _Objective:
         except ValueError as exc:  # a zero column of the normalised objective
             raise FloatingPointError(str(exc)) from None
         self.last = (v.copy(), F, G)
-        if not np.isfinite(F) or not np.all(np.isfinite(G)):
+        if not math.isfinite(F) or not np.isfinite(G).all():
             # R's optim stops with "L-BFGS-B needs finite values of 'fn'"
             raise FloatingPointError("L-BFGS-B needs finite values of 'fn'")
         return -F, -G.ravel(order="F")

@@ -298,7 +298,9 @@ def _gradient_in_V(dZt: np.ndarray, X: np.ndarray, thr: int) -> np.ndarray:
     """dl/dV [d, ndim] from n dl/dZ' [ndim, n]: t(X) %*% dZ / n, each entry
     summed over the points in order as R's reference BLAS does (on thr
     threads, the same bits on any)."""
-    return _linalg.crossprod_t(X, np.ascontiguousarray(dZt), thr) / X.shape[0]
+    G = _linalg.crossprod_t(X, np.ascontiguousarray(dZt), thr)
+    G /= X.shape[0]
+    return G
 
 
 def f_NB_exact(V: Any, X: Any, y0: Any, PI: Any, h: Any, compat: Compat = "R") -> float:

@@ -244,6 +244,28 @@ def test_opgd_objective_is_the_sum_of_log_posteriors_with_diagonal_gaussians():
     assert opgd_objective(V, X, y, logp, means, covs, gradient=False)[0] == pytest.approx(want, rel=1e-12)
 
 
+def test_opgd_diagonal_and_full_objectives_agree_on_one_column():
+    """On one column V' S_k V is a scalar, so the compiled diagonal objective
+    and the full one (SciPy's Cholesky) are the same function: equal values
+    and gradients; and the fitted model's class log densities are the
+    compiled terms the objective sums."""
+    from pyopnb.comparators._opgd import class_covariances, opgd_objective
+
+    X, y = data(n=90, d=4, binary=0)
+    means, covs = class_covariances(X, y, 3, lam=0.1)
+    logp = np.log(np.bincount(y) / y.size)
+    V = np.random.default_rng(3).normal(size=(4, 1))
+    fd, gd = opgd_objective(V, X, y, logp, means, covs, "diagonal")
+    ff, gf = opgd_objective(V, X, y, logp, means, covs, "full")
+    assert fd == pytest.approx(ff, rel=1e-12)
+    np.testing.assert_allclose(gd, gf, rtol=1e-10, atol=1e-12 * np.abs(gf).max())
+    est = OPGD(ndim=1, V0=V, maxit=1).fit(X, y)
+    joint = est.class_log_prior_ + est._log_densities(X)
+    want = np.sum(joint[np.arange(90), y] - logsumexp(joint, axis=1))
+    assert opgd_objective(est.V_, X, y, logp, est.means_, est.covariances_, gradient=False)[0] == \
+        pytest.approx(want, rel=1e-12)
+
+
 def test_opgd_fit_start_order_and_staged_predictions():
     from pyopnb.comparators._opgd import class_covariances, opgd_objective, opgd_start
 

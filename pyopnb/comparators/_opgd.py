@@ -7,13 +7,13 @@ from typing import Any, Iterator, Optional, Tuple
 
 import numpy as np
 import scipy.linalg
-from scipy.special import logsumexp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from .. import _lbfgsb
+from .. import _gaussian, _lbfgsb
 from .._validation import check_maxit, label_text
 from ..exceptions import ConvergenceWarning
 from ..formulation import greedy_order
+from ..naive_bayes import posteriors
 from ._base import ClassDensityClassifier
 
 __all__ = ["OPGD", "opgd_objective", "opgd_start", "class_covariances"]
@@ -66,23 +66,14 @@ def opgd_start(X: np.ndarray, codes: np.ndarray, K: int, ndim: int) -> np.ndarra
 
 def _projected_variances(V: np.ndarray, covs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(S_k V [K, p, q], diag(V' S_k V) [K, q])."""
-    SV = np.einsum("kpr,rq->kpq", covs, V)
-    return SV, np.einsum("pq,kpq->kq", V, SV)
-
-
-def _diagonal_terms(Z: np.ndarray, M: np.ndarray, s: np.ndarray, log_prior: np.ndarray) -> np.ndarray:
-    """[n, K]: log pi_k + the log Gaussian density of z_i with mean M_k and
-    variances s_k, less the (2 pi)^(q/2) that every class shares."""
-    out = np.empty((Z.shape[0], M.shape[0]))
-    for k in range(M.shape[0]):
-        D = Z - M[k]
-        out[:, k] = log_prior[k] - 0.5 * np.sum(np.log(s[k])) - 0.5 * np.sum(D * D / s[k], axis=1)
-    return out
+    SV = np.matmul(covs, V)
+    return SV, np.sum(V * SV, axis=1)
 
 
 def _full_terms(Z: np.ndarray, M: np.ndarray, S: np.ndarray, log_prior: np.ndarray):
-    """[n, K] as :func:`_diagonal_terms` with full covariances S_k [K, q, q],
-    and their Cholesky factors."""
+    """([n, K]: log pi_k + the log Gaussian density of z_i with mean M_k and
+    covariance S_k [K, q, q], less the (2 pi)^(q/2) that every class shares;
+    the Cholesky factors of the S_k)."""
     out = np.empty((Z.shape[0], M.shape[0]))
     L = np.array([scipy.linalg.cholesky(S[k], lower=True) for k in range(S.shape[0])])
     for k in range(M.shape[0]):
@@ -107,48 +98,40 @@ def opgd_objective(V: np.ndarray, X: np.ndarray, codes: np.ndarray, log_prior: n
     c_ik = 1{y_i = k} - P_ik: column j is
     sum_k [-(S_k V_j / s_kj) sum_i c_ik (1 - r_ijk^2 / s_kj) - sum_i c_ik (r_ijk / s_kj) (x_i - mu_k)].
     """
+    if covariance == "diagonal":
+        return _gaussian.diagonal_objective(np.ascontiguousarray(X, dtype=np.float64),
+                                            np.ascontiguousarray(V, dtype=np.float64),
+                                            np.ascontiguousarray(codes, dtype=np.intp), np.asarray(log_prior, dtype=np.float64),
+                                            np.ascontiguousarray(means, dtype=np.float64),
+                                            np.ascontiguousarray(covs, dtype=np.float64), gradient)
     n = X.shape[0]
     K = log_prior.size
     Z = X @ V
     M = means @ V
-    SV, s = _projected_variances(V, covs)
+    SV, _ = _projected_variances(V, covs)
     rows = np.arange(n)
-    if covariance == "diagonal":
-        if not np.all(s > 0):
-            raise ValueError("a class has zero variance on the projection")
-        a = _diagonal_terms(Z, M, s, log_prior)
-    else:
-        Sq = np.einsum("pi,kpj->kij", V, SV)
-        try:
-            a, L = _full_terms(Z, M, Sq, log_prior)
-        except np.linalg.LinAlgError:
-            raise ValueError("a class covariance of the projection is singular") from None
-    lse = logsumexp(a, axis=1)
-    value = float(np.sum(a[rows, codes]) - np.sum(lse))
+    Sq = np.einsum("pi,kpj->kij", V, SV)
+    try:
+        a, L = _full_terms(Z, M, Sq, log_prior)
+    except np.linalg.LinAlgError:
+        raise ValueError("a class covariance of the projection is singular") from None
+    log_post, post = posteriors(a)
+    value = float(np.sum(log_post[rows, codes]))
     if not gradient:
         return value, None
-    C = -np.exp(a - lse[:, None])
-    C[rows, codes] += 1.0
-    W = np.zeros_like(Z)
+    Ct = -post.T  # c_ik, [K, n]
+    Ct[codes, rows] += 1.0
     G = np.zeros_like(V)
+    Wsum = np.zeros((V.shape[1], n))
     for k in range(K):
-        ck = C[:, k]
-        D = Z - M[k]
-        if covariance == "diagonal":
-            U = D / s[k]
-            Wk = ck[:, None] * U
-            b = ck.sum() - np.sum(Wk * D, axis=0)  # sum_i c_ik (1 - r^2 / s)
-            G -= SV[k] * (b / s[k])
-        else:
-            U = scipy.linalg.cho_solve((L[k], True), D.T).T  # S^-1 r, [n, q]
-            Wk = ck[:, None] * U
-            Sinv = scipy.linalg.cho_solve((L[k], True), np.eye(V.shape[1]))
-            # d/dS of sum_i c_ik a_ik, then through S = V' S_k V
-            B = -0.5 * ck.sum() * Sinv + 0.5 * (U.T @ Wk)
-            G += 2.0 * SV[k] @ B
-        W += Wk
-        G += np.outer(means[k], Wk.sum(axis=0))
-    G -= X.T @ W
+        U = scipy.linalg.cho_solve((L[k], True), (Z - M[k]).T)  # S^-1 r, [q, n]
+        Wk = Ct[k] * U
+        Sinv = scipy.linalg.cho_solve((L[k], True), np.eye(V.shape[1]))
+        # d/dS of sum_i c_ik a_ik, then through S = V' S_k V
+        B = -0.5 * Ct[k].sum() * Sinv + 0.5 * (U @ Wk.T)
+        G += 2.0 * SV[k] @ B + np.outer(means[k], Wk.sum(axis=1))
+        Wsum += Wk
+    G -= (Wsum @ X).T
     return value, G
 
 
@@ -299,13 +282,11 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
         return validate_data(self, X, dtype=np.float64, reset=False) @ self.V_
 
     def _log_densities(self, X: np.ndarray, ndim: Optional[int] = None) -> np.ndarray:
-        V = self.V_ if ndim is None else self.V_[:, :ndim]
-        Z, M = X @ V, self.means_ @ V
-        SV, s = _projected_variances(V, self.covariances_)
-        zero = np.zeros(self.classes_.size)
+        V = np.ascontiguousarray(self.V_ if ndim is None else self.V_[:, :ndim])
         if self.covariance == "diagonal":
-            return _diagonal_terms(Z, M, s, zero)
-        return _full_terms(Z, M, np.einsum("pi,kpj->kij", V, SV), zero)[0]
+            return _gaussian.diagonal_terms(np.ascontiguousarray(X), V, self.means_, self.covariances_)
+        SV, s = _projected_variances(V, self.covariances_)
+        return _full_terms(X @ V, self.means_ @ V, np.einsum("pi,kpj->kij", V, SV), np.zeros(self.classes_.size))[0]
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
         """The classes predicted with the first m columns of V_, for m = 1,
