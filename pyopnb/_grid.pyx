@@ -236,7 +236,7 @@ cdef class GridTables:
     cdef readonly bint has_gradient, interp
     cdef readonly object Zt, lo, delta, S_lin, logS_lin, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
-    cdef object _A, _C, _Cpos, _nA, _nC, _sparse, _mask, _ax, _Wsp, _Tc, _E, _stamp, _cur
+    cdef object _A, _C, _Cpos, _nA, _nC, _sparse, _mask, _ax, _Wsp, _Tc, _E, _stamp, _cur, _Mx, _Ex
     cdef Py_ssize_t TT
     cdef Py_ssize_t* Ap
     cdef Py_ssize_t* Cp
@@ -516,6 +516,34 @@ cdef class RGridTables(GridTables):
                     L[t, e + k] = log(T[t, e + k])
         self._logs_made = True
 
+    cdef void _scale_rows(self, Py_ssize_t t):
+        """subset_values' scaled rows of column t at its cells: M, each row's
+        largest log (NaN where one is NaN, as numpy's max), and
+        E = exp(logS_lin - M). Only at the cells: over whole grids these
+        exps were most of a small fit's greedy ordering."""
+        cdef Py_ssize_t j, e, g
+        cdef int k, K = self.wk.P.K
+        cdef double mx, v
+        cdef Support sp = self._column_support(t, 0, False)
+        cdef double[:, ::1] L = self.logS_lin
+        cdef double[:, ::1] M = self._Mx
+        cdef double[:, ::1] E = self._Ex
+        for j in range(sp.mc):
+            g = sp.C[j]
+            e = g * K
+            mx = -INFINITY
+            for k in range(K):
+                v = L[t, e + k]
+                if v != v:
+                    mx = v
+                    break
+                if v > mx:
+                    mx = v
+            M[t, g] = mx
+            for k in range(K):
+                # the C library's exp: numpy's differs by SIMD level
+                E[t, e + k] = exp(L[t, e + k] - mx)
+
     def subset_values(self, base, candidates, const double[::1] logprior):
         """l (linear binning) of the columns base + [j], for each j in candidates:
         objective_and_gradient(V[:, base + [j]]) up to rounding.
@@ -553,16 +581,13 @@ cdef class RGridTables(GridTables):
         bcols = np.r_[bcols, 0]  # never empty
         cdef const Py_ssize_t[::1] bv = bcols
         cdef const Py_ssize_t[::1] ccv = ccols
-        Tl3 = self.logS_lin.reshape(self.ndim, self.nbin, K)
-        with np.errstate(invalid="ignore"):
-            Mx = Tl3.max(axis=2)
-            Ex = np.ascontiguousarray((Tl3 - Mx[:, :, None]).reshape(self.ndim, self.TK))
-        cdef double[:, ::1] exv = Ex
-        for t in range(self.ndim):
-            for j in range(self.TK):
-                exv[t, j] = exp(exv[t, j])  # the C library's exp: numpy's differs by SIMD level
-        cdef const double[:, ::1] Mv = Mx
-        cdef const double[:, ::1] Ev = Ex
+        if self._Mx is None:
+            self._Mx = np.zeros((self.ndim, self.nbin))
+            self._Ex = np.zeros((self.ndim, self.TK))
+        for c in range(nc):
+            self._scale_rows(ccv[c])
+        cdef const double[:, ::1] Mv = self._Mx
+        cdef const double[:, ::1] Ev = self._Ex
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
         accs = np.empty((nthr, B * K + 16))

@@ -203,13 +203,13 @@ static inline void pyopnb_mul_row(const double* s, int K, double* pr, double* ac
 }
 
 /* the running products p of one pair of classes through the columns
- * cols[:ncol] of the table T at the cells C[cols[c] * n], from column c0:
- * pyopnb_mul2 at every step. A class without a partner (two = 0) shares its
- * register with a factor of 1. */
+ * cols[:ncol] of the table T at the cells C[cols[c] * n]: pyopnb_mul2 at
+ * every step. A class without a partner (two = 0) shares its register with
+ * a factor of 1. */
 static inline void pyopnb_pair_products(const double* T, ptrdiff_t TK, int K, int k, int two, const int* C,
-                                        ptrdiff_t n, const ptrdiff_t* cols, int c0, int ncol, pyopnb_v2d* p,
+                                        ptrdiff_t n, const ptrdiff_t* cols, int ncol, pyopnb_v2d* p,
                                         pyopnb_v2d* a) {
-    for (int c = c0; c < ncol; ++c) {
+    for (int c = 0; c < ncol; ++c) {
         const ptrdiff_t off = cols[c] * TK + (ptrdiff_t)C[cols[c] * n] * K + k;
         pyopnb_mul2(two ? pyopnb_load2(T + off) : pyopnb_v2d{T[off], 1.0}, p, a);
     }
@@ -231,7 +231,6 @@ static inline void pyopnb_point_products(const double* T1, const double* T2, ptr
     const __m128d lo = _mm_set1_pd(PYOPNB_PROD_LO), hi = _mm_set1_pd(PYOPNB_PROD_HI);
     for (int k = 0; k < K; k += 2) {
         const int two = k + 1 < K;
-        pyopnb_v2d p1 = one, a1 = zero, p2 = one, a2 = zero;
         /* the range test in SSE2's own terms: through the vector extension
            GCC moved each mask to integer registers at every step */
         __m128d q1 = one, q2 = one, in1 = _mm_cmpeq_pd(one, one), in2 = in1;
@@ -244,14 +243,14 @@ static inline void pyopnb_point_products(const double* T1, const double* T2, ptr
                 in2 = _mm_and_pd(in2, _mm_and_pd(_mm_cmpge_pd(q2, lo), _mm_cmple_pd(q2, hi)));
             }
         }
-        const int ok1 = _mm_movemask_pd(in1) == 3, ok2 = _mm_movemask_pd(in2) == 3;
-        if (ok1) p1 = q1;
-        if (ok2) p2 = q2;
-        if (!ok1) {
-            pyopnb_pair_products(T1, TK, K, k, two, C, n, cols, 0, ncol, &p1, &a1);
+        pyopnb_v2d p1 = q1, a1 = zero, p2 = q2, a2 = zero;
+        if (_mm_movemask_pd(in1) != 3) {
+            p1 = one;
+            pyopnb_pair_products(T1, TK, K, k, two, C, n, cols, ncol, &p1, &a1);
         }
-        if (T2 && !ok2) {
-            pyopnb_pair_products(T2, TK, K, k, two, C, n, cols, 0, ncol, &p2, &a2);
+        if (T2 && _mm_movemask_pd(in2) != 3) {
+            p2 = one;
+            pyopnb_pair_products(T2, TK, K, k, two, C, n, cols, ncol, &p2, &a2);
         }
         for (int l = 0; l <= two; ++l) {
             lf1[k + l] = a1[l] + log(p1[l]);
