@@ -64,12 +64,6 @@ def opgd_start(X: np.ndarray, codes: np.ndarray, K: int, ndim: int) -> np.ndarra
     return np.ascontiguousarray(V / norms)
 
 
-def _projected_variances(V: np.ndarray, covs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(S_k V [K, p, q], diag(V' S_k V) [K, q])."""
-    SV = np.matmul(covs, V)
-    return SV, np.sum(V * SV, axis=1)
-
-
 def _full_terms(Z: np.ndarray, M: np.ndarray, S: np.ndarray, log_prior: np.ndarray):
     """([n, K]: log pi_k + the log Gaussian density of z_i with mean M_k and
     covariance S_k [K, q, q], less the (2 pi)^(q/2) that every class shares;
@@ -99,16 +93,16 @@ def opgd_objective(V: np.ndarray, X: np.ndarray, codes: np.ndarray, log_prior: n
     sum_k [-(S_k V_j / s_kj) sum_i c_ik (1 - r_ijk^2 / s_kj) - sum_i c_ik (r_ijk / s_kj) (x_i - mu_k)].
     """
     if covariance == "diagonal":
-        return _gaussian.diagonal_objective(np.ascontiguousarray(X, dtype=np.float64),
-                                            np.ascontiguousarray(V, dtype=np.float64),
-                                            np.ascontiguousarray(codes, dtype=np.intp), np.asarray(log_prior, dtype=np.float64),
-                                            np.ascontiguousarray(means, dtype=np.float64),
-                                            np.ascontiguousarray(covs, dtype=np.float64), gradient)
+        def c(a, dtype=np.float64):
+            return np.ascontiguousarray(a, dtype=dtype)
+
+        return _gaussian.diagonal_objective(c(X), c(V), c(codes, np.intp), c(log_prior), c(means), c(covs),
+                                            gradient)
     n = X.shape[0]
     K = log_prior.size
     Z = X @ V
     M = means @ V
-    SV, _ = _projected_variances(V, covs)
+    SV = np.matmul(covs, V)  # S_k V, [K, p, q]
     rows = np.arange(n)
     Sq = np.einsum("pi,kpj->kij", V, SV)
     try:
@@ -285,8 +279,8 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
         V = np.ascontiguousarray(self.V_ if ndim is None else self.V_[:, :ndim])
         if self.covariance == "diagonal":
             return _gaussian.diagonal_terms(np.ascontiguousarray(X), V, self.means_, self.covariances_)
-        SV, s = _projected_variances(V, self.covariances_)
-        return _full_terms(X @ V, self.means_ @ V, np.einsum("pi,kpj->kij", V, SV), np.zeros(self.classes_.size))[0]
+        Sq = np.einsum("pi,kpj->kij", V, np.matmul(self.covariances_, V))
+        return _full_terms(X @ V, self.means_ @ V, Sq, np.zeros(self.classes_.size))[0]
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
         """The classes predicted with the first m columns of V_, for m = 1,
