@@ -22,8 +22,8 @@ from pyopnb._core cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
 from pyopnb._passes cimport (Column, Problem, _Work, _bin_linear, _grid_cell_of, _grid_delta,
                              _grid_at, _grid_motion, _min_max, _row_posterior, _set_grid)
-from pyopnb._simd cimport (pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_grad_point,
-                          pyopnb_point_products)
+from pyopnb._simd cimport (pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_grad_point, pyopnb_log_products,
+                          pyopnb_products_at_cells, pyopnb_products_start)
 
 cnp.import_array()
 
@@ -39,18 +39,43 @@ cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
     return max(8, 4096 // K)
 
 
-cdef void _block_logf(const double* T1, const double* T2, Py_ssize_t TK, int K, const int* C, Py_ssize_t n,
-                      const Py_ssize_t* cols, int ncol, Py_ssize_t i0, Py_ssize_t m, double* lf1,
-                      double* lf2) noexcept nogil:
-    """lf1 (and lf2 where T2 is not NULL) [m, K]: for the points
-    i0..i0+m-1, the log of the product over the columns cols[:ncol] (in
-    order) of the density tables T1 (T2) [ndim, TK] at the points' cells
-    C [ndim, n], as _passes' log_densities multiplies and logs
-    (pyopnb_mul_row); two tables read at the same cells in one pass."""
+cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, const int* C, Py_ssize_t n,
+                             const Py_ssize_t[::1] cols):
+    """For _block_logf, as addresses in an intp array [3, ncol]: row 0 the
+    columns cols' tables in T1 [ndim, TK], row 1 in T2 (NULL: none), row 2
+    their cells in C [ndim, n]."""
+    cdef Py_ssize_t ncol = cols.shape[0], c
+    out = np.zeros((3, max(ncol, 1)), dtype=np.intp)
+    cdef Py_ssize_t[:, ::1] ov = out
+    for c in range(ncol):
+        ov[0, c] = <Py_ssize_t> &T1[cols[c] * TK]
+        ov[1, c] = <Py_ssize_t> &T2[cols[c] * TK] if T2 != NULL else 0
+        ov[2, c] = <Py_ssize_t> &C[cols[c] * n]
+    return out
+
+
+cdef void _block_logf(const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0, Py_ssize_t m,
+                      double* lf1, double* lf2, double* acc) noexcept nogil:
+    """lf1 (and lf2 where nset = 2) [m, K]: for the points i0..i0+m-1, the
+    log of the product over the columns (in order) of their density tables
+    at the points' cells (ptrs: _column_pointers'), as _passes'
+    log_densities multiplies and logs (pyopnb_products); two tables at once
+    where nset = 2. acc: scratch [2 K]."""
+    cdef double* pr[2]
+    cdef double* ac[2]
     cdef Py_ssize_t j
+    cdef int q
+    ac[0] = acc
+    ac[1] = &acc[K]
     for j in range(m):
-        pyopnb_point_products(T1, T2, TK, K, &C[i0 + j], n, cols, ncol, &lf1[j * K],
-                              &lf2[j * K] if T2 != NULL else NULL)
+        pr[0] = &lf1[j * K]
+        pr[1] = &lf2[j * K] if nset == 2 else NULL
+        for q in range(nset):
+            pyopnb_products_start(K, pr[q], ac[q])
+        pyopnb_products_at_cells(<const double* const*> &ptrs[0, 0], <const int* const*> &ptrs[2, 0], ncol, K,
+                                 i0 + j, nset, <int> ptrs.shape[1], 0, pr, ac)
+        for q in range(nset):
+            pyopnb_log_products(K, pr[q], ac[q])
 
 
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
@@ -237,6 +262,7 @@ cdef class GridTables:
     cdef readonly object Zt, lo, delta, S_lin, logS_lin, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
     cdef object _A, _C, _Cpos, _nA, _nC, _sparse, _mask, _ax, _Wsp, _Tc, _E, _stamp, _cur, _Mx, _Ex
+    cdef object _vp_scratch, _all_cols, _scaled
     cdef Py_ssize_t TT
     cdef Py_ssize_t* Ap
     cdef Py_ssize_t* Cp
@@ -465,14 +491,16 @@ cdef class RGridTables(GridTables):
             self._post = np.empty((n, K))
         post = self._post if posteriors else None
         terms = self._terms
-        # each thread's log densities for a block, linear and simple binning,
-        # padded (threads writing neighbouring rows share cache lines)
-        accs = np.empty((nthr, 2 * B * K + 16))
-        cols = np.arange(ndim, dtype=np.intp)
+        if self._vp_scratch is None:
+            # each thread's log densities for a block, linear and simple
+            # binning, and its products' closed logs (2 K), padded (threads
+            # writing neighbouring rows share cache lines); made once
+            self._vp_scratch = np.empty((nthr, 2 * B * K + 2 * K + 16))
+            self._all_cols = np.arange(ndim, dtype=np.intp)
         cdef double* pp = _data_or_null(post)
         cdef double[::1] tv = terms
-        cdef double[:, ::1] av = accs
-        cdef const Py_ssize_t[::1] colv = cols
+        cdef double[:, ::1] av = self._vp_scratch
+        cdef const Py_ssize_t[::1] colv = self._all_cols
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.S_lin)
         cdef const double* Ts = _data_or_null(self.S_simple)
@@ -480,14 +508,14 @@ cdef class RGridTables(GridTables):
         cdef Py_ssize_t TK = self.TK
         cdef double total = 0.0
         cdef double* lf
+        cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, C, n, colv)
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
                 lf = &av[tid, 0]
-                _block_logf(Tl, Ts if posteriors else NULL, TK, K, C, n, &colv[0], ndim, i0, m, lf,
-                            &av[tid, B * K])
+                _block_logf(pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &av[tid, B * K], &av[tid, 2 * B * K])
                 for j in range(m):
                     tv[i0 + j] = _row_posterior(&lf[j * K], &logprior[0], K, y[i0 + j], NULL)
                 if posteriors:
@@ -508,6 +536,8 @@ cdef class RGridTables(GridTables):
         cdef double[:, ::1] L = self.logS_lin
         if self._logs_made:
             return
+        if self._scaled is not None:
+            self._scaled[:] = 0  # new logs: every column's scaled rows are stale
         for t in range(self.ndim):
             sp = self._column_support(t, 0, False)
             for j in range(sp.mc):
@@ -517,13 +547,22 @@ cdef class RGridTables(GridTables):
         self._logs_made = True
 
     cdef void _scale_rows(self, Py_ssize_t t):
-        """subset_values' scaled rows of column t at its cells: M, each row's
-        largest log (NaN where one is NaN, as numpy's max), and
-        E = exp(logS_lin - M). Only at the cells: over whole grids these
-        exps were most of a small fit's greedy ordering."""
+        """subset_values' scaled rows of column t at its cells, once per
+        update (the greedy order asks for a column at every step until it
+        is chosen): M, each row's largest log (NaN where one is NaN, as
+        numpy's max), and E = exp(logS_lin - M). Only at the cells: over
+        whole grids these exps were most of a small fit's greedy ordering."""
         cdef Py_ssize_t j, e, g
         cdef int k, K = self.wk.P.K
         cdef double mx, v
+        if self._Mx is None:
+            self._Mx = np.zeros((self.ndim, self.nbin))
+            self._Ex = np.zeros((self.ndim, self.TK))
+            self._scaled = np.zeros(self.ndim, dtype=np.uint8)
+        cdef unsigned char[::1] done = self._scaled
+        if done[t]:
+            return
+        done[t] = 1
         cdef Support sp = self._column_support(t, 0, False)
         cdef double[:, ::1] L = self.logS_lin
         cdef double[:, ::1] M = self._Mx
@@ -581,16 +620,13 @@ cdef class RGridTables(GridTables):
         bcols = np.r_[bcols, 0]  # never empty
         cdef const Py_ssize_t[::1] bv = bcols
         cdef const Py_ssize_t[::1] ccv = ccols
-        if self._Mx is None:
-            self._Mx = np.zeros((self.ndim, self.nbin))
-            self._Ex = np.zeros((self.ndim, self.TK))
         for c in range(nc):
             self._scale_rows(ccv[c])
         cdef const double[:, ::1] Mv = self._Mx
         cdef const double[:, ::1] Ev = self._Ex
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
-        accs = np.empty((nthr, B * K + 16))
+        accs = np.empty((nthr, B * K + 2 * K + 16))
         aexp = np.empty((nthr, B * K))
         amax = np.empty((nthr, B))
         cdef double[:, ::1] pv = part
@@ -603,12 +639,13 @@ cdef class RGridTables(GridTables):
         cdef const double* Sl = _data_or_null(self.S_lin)
         cdef const int* C = &self.cells[0, 0]
         cdef Py_ssize_t TK = self.TK
+        cdef const Py_ssize_t[:, ::1] bp = _column_pointers(Sl, NULL, TK, C, n, bv)
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_logf(Sl, NULL, TK, K, C, n, &bv[0], nb, i0, m, &av[tid, 0], NULL)
+                _block_logf(bp, nb, 1, K, i0, m, &av[tid, 0], NULL, &av[tid, B * K])
                 for j in range(m):
                     ar = &xv[tid, j * K]
                     mx = -INFINITY

@@ -545,6 +545,15 @@ cdef inline void _merge_anchors(const double* anchors, Py_ssize_t n, const doubl
         lo[j] = q
 
 
+cdef inline void _sorted_rows(const double* W, Py_ssize_t r, const Py_ssize_t* order, double* Wa,
+                              Py_ssize_t q0, Py_ssize_t q1) noexcept nogil:
+    """Wa's rows q0..q1-1: the rows of W [n, r] in sorted order."""
+    cdef Py_ssize_t q, j
+    for q in range(q0, q1):
+        for j in range(r):
+            Wa[q * r + j] = W[order[q] * r + j]
+
+
 cdef int _sample_sums(const double* x, Py_ssize_t n, const double* W, int r, double h, const Kernel* ker,
                      Tables* tb, Py_ssize_t* order, double* anchors, double* Wa, const double* es,
                      const Py_ssize_t* eorder, Py_ssize_t m, Py_ssize_t* lo, double* S, double* D, bint logS,
@@ -554,18 +563,15 @@ cdef int _sample_sums(const double* x, Py_ssize_t n, const double* W, int r, dou
     the sample itself (es NULL, m = n, rows in x's order). Scratch: order,
     anchors [n], Wa [n, r], lo [m], tb for n anchors. Returns -1 when out
     of memory (the sort's)."""
-    cdef Py_ssize_t q, j
+    cdef Py_ssize_t q
     if _argsort(x, n, order, anchors, nthr):
         return -1
     if nthr == 1 or n * r < 65536:
         # no OpenMP region for a short copy: class_sums calls this per (column, class)
-        for q in range(n):
-            for j in range(r):
-                Wa[q * r + j] = W[order[q] * r + j]
+        _sorted_rows(W, r, order, Wa, 0, n)
     else:
-        for q in prange(n, num_threads=nthr, schedule="static"):
-            for j in range(r):
-                Wa[q * r + j] = W[order[q] * r + j]
+        for q in prange(nthr, num_threads=nthr, schedule="static"):
+            _sorted_rows(W, r, order, Wa, q * n // nthr, (q + 1) * n // nthr)
     if es == NULL:
         # in sorted order; a point's anchor is its tie group's last
         _last_of_ties(anchors, n, lo)

@@ -20,7 +20,7 @@ from libc.string cimport memcmp, memcpy, memset
 from pyopnb._core cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
-from pyopnb._simd cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_mul_row, pyopnb_products_start
+from pyopnb._simd cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows, pyopnb_products_start
 from pyopnb._sort cimport _argsort_hinted
 
 cnp.import_array()
@@ -161,27 +161,45 @@ cdef void _column_sums(const Problem* P, Column* col, const double* z, const dou
                      col.S if want_S else NULL, col.D if want_D else NULL, False, have_T, nthr)
 
 
-cdef void _multiply_columns(const Problem* P, Column* cols, int w, double* pr, double* acc,
-                            int nthr) noexcept nogil:
+cdef int _multiply_columns(const Problem* P, Column* cols, int w, double* pr, double* acc,
+                           int nthr) noexcept nogil:
     """The wave's columns' densities into each point's running products
-    pr, acc [n, K] (pyopnb_mul_row), in column order whatever the waves and
-    threads. Points are independent: any split will do."""
+    pr, acc [n, K] (pyopnb_products), in column order whatever the waves and
+    threads. Points are independent: any split will do. -1: out of memory."""
     cdef Py_ssize_t n = P.n
-    cdef int b
+    cdef int b, c
+    # the columns' sums and their rows, as pyopnb_products reads them
+    cdef const double** base = <const double**> malloc(w * sizeof(double*))
+    cdef const Py_ssize_t** idx = <const Py_ssize_t**> malloc(w * sizeof(Py_ssize_t*))
+    if base == NULL or idx == NULL:
+        free(base); free(idx)
+        return -1
+    for c in range(w):
+        base[c] = cols[c].S
+        idx[c] = cols[c].row
     if nthr == 1:
-        _multiply_rows(P, cols, w, pr, acc, 0, n)
-        return
-    for b in prange(nthr, num_threads=nthr, schedule='static'):
-        _multiply_rows(P, cols, w, pr, acc, b * n // nthr, (b + 1) * n // nthr)
+        _multiply_rows(base, idx, w, P.K, pr, acc, 0, n)
+    else:
+        for b in prange(nthr, num_threads=nthr, schedule='static'):
+            _multiply_rows(base, idx, w, P.K, pr, acc, b * n // nthr, (b + 1) * n // nthr)
+    free(base); free(idx)
+    return 0
 
 
-cdef inline void _multiply_rows(const Problem* P, Column* cols, int w, double* pr, double* acc,
+cdef inline void _multiply_rows(const double** base, const Py_ssize_t** idx, int w, int K, double* pr, double* acc,
                                 Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef int c, K = P.K
-    for i in range(i0, i1):
-        for c in range(w):
-            pyopnb_mul_row(&cols[c].S[cols[c].row[i] * K], K, &pr[i * K], &acc[i * K])
+    """Points i0..i1-1, two at a time (pyopnb_products: their chains overlap)."""
+    cdef double* p[2]
+    cdef double* a[2]
+    cdef Py_ssize_t i = i0
+    cdef int q, ns
+    while i < i1:
+        ns = 2 if i + 1 < i1 else 1
+        for q in range(ns):
+            p[q] = &pr[(i + q) * K]
+            a[q] = &acc[(i + q) * K]
+        pyopnb_products_at_rows(base, idx, w, K, i, ns, 0, 1, p, a)
+        i = i + ns
 
 
 cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) noexcept nogil:
@@ -483,7 +501,7 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     The columns go in waves (see _wave): each column of a wave is set up
     and summed on its own thread (the whole team when the wave has one
     column), then every thread multiplies the wave's densities into its
-    points' products (pyopnb_mul_row: never an underflow), logged at the end.
+    points' products (pyopnb_products: never an underflow), logged at the end.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
     cdef _Work wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, work)
@@ -508,7 +526,7 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             cols = wk.cols + (t0 if keep else 0)
             bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, keep, wk.hints, nthr)
             if not bad:
-                _multiply_columns(P, cols, w, pr, ac, nthr)
+                bad = _multiply_columns(P, cols, w, pr, ac, nthr)
             t0 = t0 + w
         if keep and not bad:
             memcpy(wk.Zkept, &Zt[0, 0], ndim * n * sizeof(double))

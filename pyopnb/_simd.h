@@ -160,103 +160,99 @@ static inline void pyopnb_copy_row(const double* src, int K, double* dst) {
 #define PYOPNB_PROD_LO 1e-289
 #define PYOPNB_PROD_HI 1e289
 
-static inline void pyopnb_mul_one(double s, double* pr, double* acc) {
-    const double q = *pr * s;
-    if (q >= PYOPNB_PROD_LO && q <= PYOPNB_PROD_HI) {
-        *pr = q;
-    } else {
-        *acc = *acc + log(*pr);
-        *pr = s;
-    }
-}
-
-/* pyopnb_mul_one in two lanes held in registers, together while both stay
- * in range */
+/* one step for two classes, lane by lane: pr = pr s where that stays in
+ * range, else the product closed (see above); pyopnb_products' slow path */
 static inline void pyopnb_mul2(pyopnb_v2d s, pyopnb_v2d* pr, pyopnb_v2d* acc) {
-    const pyopnb_v2d lo = pyopnb_v2d{PYOPNB_PROD_LO, PYOPNB_PROD_LO}, hi = pyopnb_v2d{PYOPNB_PROD_HI, PYOPNB_PROD_HI};
     const pyopnb_v2d q = *pr * s;
-    const pyopnb_v2i in = (pyopnb_v2i)(q >= lo) & (pyopnb_v2i)(q <= hi);
-    if (in[0] && in[1]) {
-        *pr = q;
-    } else {
-        for (int l = 0; l < 2; ++l) {
-            if (in[l]) {
-                (*pr)[l] = q[l];
-            } else {
-                (*acc)[l] = (*acc)[l] + log((*pr)[l]);
-                (*pr)[l] = s[l];
-            }
+    for (int l = 0; l < 2; ++l) {
+        if (q[l] >= PYOPNB_PROD_LO && q[l] <= PYOPNB_PROD_HI) {
+            (*pr)[l] = q[l];
+        } else {
+            (*acc)[l] = (*acc)[l] + log((*pr)[l]);
+            (*pr)[l] = s[l];
         }
     }
 }
 
-/* pyopnb_mul_one for k < K, two classes to a vector */
-static inline void pyopnb_mul_row(const double* s, int K, double* pr, double* acc) {
-    int k = 0;
-    for (; k + 2 <= K; k += 2) {
-        pyopnb_v2d p = pyopnb_load2(pr + k), a = pyopnb_load2(acc + k);
-        pyopnb_mul2(pyopnb_load2(s + k), &p, &a);
-        memcpy(pr + k, &p, sizeof p);
-        memcpy(acc + k, &a, sizeof a);
-    }
-    if (k < K) pyopnb_mul_one(s[k], pr + k, acc + k);
+/* classes k, k + 1 of a row as a vector; a class without a partner (two = 0)
+ * shares its register with `pad` */
+static inline __m128d pyopnb_pair_at(const double* row, int k, int two, double pad) {
+    return two ? _mm_loadu_pd(row + k) : _mm_set_pd(pad, row[k]);
 }
 
-/* the running products p of one pair of classes through the columns
- * cols[:ncol] of the table T at the cells C[cols[c] * n]: pyopnb_mul2 at
- * every step. A class without a partner (two = 0) shares its register with
- * a factor of 1. */
-static inline void pyopnb_pair_products(const double* T, ptrdiff_t TK, int K, int k, int two, const int* C,
-                                        ptrdiff_t n, const ptrdiff_t* cols, int ncol, pyopnb_v2d* p,
-                                        pyopnb_v2d* a) {
-    for (int c = 0; c < ncol; ++c) {
-        const ptrdiff_t off = cols[c] * TK + (ptrdiff_t)C[cols[c] * n] * K + k;
-        pyopnb_mul2(two ? pyopnb_load2(T + off) : pyopnb_v2d{T[off], 1.0}, p, a);
-    }
-}
-
-/* One point's log products over the columns cols[:ncol] (in order) of the
- * tables T1 and T2 [.., TK] (T2 may be NULL) at its cells, C[cols[c] * n]
- * for column cols[c]: lf1[k], lf2[k] for k < K, as pyopnb_mul_row and
- * pyopnb_log_products make them. Point by point, two classes at a time, the
- * running products stay in registers through the columns (a product kept
- * in memory was stored and reloaded at every column), and are first
- * multiplied straight through, with one test at the end that every partial
- * product stayed in range: then they are pyopnb_mul2's, which takes its
- * in-range branch at every step. Otherwise the pair is multiplied again by
- * pyopnb_mul2. */
-static inline void pyopnb_point_products(const double* T1, const double* T2, ptrdiff_t TK, int K, const int* C,
-                                         ptrdiff_t n, const ptrdiff_t* cols, int ncol, double* lf1, double* lf2) {
-    const pyopnb_v2d one = pyopnb_v2d{1.0, 1.0}, zero = pyopnb_v2d{0.0, 0.0};
+/* Running products continued through rows of densities, one per column, in
+ * order: the one routine that multiplies densities over columns. Column r's
+ * densities are a table base[r] read at row idx[r][i] (K entries): a
+ * column's sums at its sorted points (_passes) or its grid tables at the
+ * points' cells (_grid). NS independent products at once, so that their
+ * chains of dependent multiplications overlap: product j reads the tables
+ * base[j * base_step + r] at point i + j * point_step, into pr[j], acc[j]
+ * [K] (two tables at one point: base_step = nrow, point_step = 0; two
+ * points: 0 and 1). Two classes at a time, a pair's product stays in a
+ * register through the columns (kept in memory it was stored and reloaded
+ * at every column) and is first multiplied straight through, with one test
+ * at the end that every partial product stayed in range: the in-range step
+ * every time, so the same numbers as pyopnb_mul2 at each column. Otherwise
+ * that pair goes again by pyopnb_mul2. The range test is in SSE2's own
+ * terms: through the vector extension GCC moved each mask to integer
+ * registers at every step. */
+template <int NS, class I>
+static inline void pyopnb_products_n(const double* const* base, const I* const* idx, int nrow, int K,
+                                     ptrdiff_t i, int base_step, int point_step, double* const* pr,
+                                     double* const* acc) {
     const __m128d lo = _mm_set1_pd(PYOPNB_PROD_LO), hi = _mm_set1_pd(PYOPNB_PROD_HI);
+#define PYOPNB_ROW(j, r) (base[(j) * base_step + (r)] + (ptrdiff_t)idx[r][i + (j) * point_step] * K)
     for (int k = 0; k < K; k += 2) {
         const int two = k + 1 < K;
-        /* the range test in SSE2's own terms: through the vector extension
-           GCC moved each mask to integer registers at every step */
-        __m128d q1 = one, q2 = one, in1 = _mm_cmpeq_pd(one, one), in2 = in1;
-        for (int c = 0; c < ncol; ++c) {
-            const ptrdiff_t off = cols[c] * TK + (ptrdiff_t)C[cols[c] * n] * K + k;
-            q1 = _mm_mul_pd(q1, two ? _mm_loadu_pd(T1 + off) : _mm_set_pd(1.0, T1[off]));
-            in1 = _mm_and_pd(in1, _mm_and_pd(_mm_cmpge_pd(q1, lo), _mm_cmple_pd(q1, hi)));
-            if (T2) {
-                q2 = _mm_mul_pd(q2, two ? _mm_loadu_pd(T2 + off) : _mm_set_pd(1.0, T2[off]));
-                in2 = _mm_and_pd(in2, _mm_and_pd(_mm_cmpge_pd(q2, lo), _mm_cmple_pd(q2, hi)));
+        __m128d p0[NS], q[NS], in[NS];
+        for (int j = 0; j < NS; ++j) {
+            p0[j] = q[j] = pyopnb_pair_at(pr[j], k, two, 1.0);
+            in[j] = _mm_castsi128_pd(_mm_set1_epi32(-1));
+        }
+        for (int r = 0; r < nrow; ++r) {
+            for (int j = 0; j < NS; ++j) {
+                q[j] = _mm_mul_pd(q[j], pyopnb_pair_at(PYOPNB_ROW(j, r), k, two, 1.0));
+                in[j] = _mm_and_pd(in[j], _mm_and_pd(_mm_cmpge_pd(q[j], lo), _mm_cmple_pd(q[j], hi)));
             }
         }
-        pyopnb_v2d p1 = q1, a1 = zero, p2 = q2, a2 = zero;
-        if (_mm_movemask_pd(in1) != 3) {
-            p1 = one;
-            pyopnb_pair_products(T1, TK, K, k, two, C, n, cols, ncol, &p1, &a1);
-        }
-        if (T2 && _mm_movemask_pd(in2) != 3) {
-            p2 = one;
-            pyopnb_pair_products(T2, TK, K, k, two, C, n, cols, ncol, &p2, &a2);
-        }
-        for (int l = 0; l <= two; ++l) {
-            lf1[k + l] = a1[l] + log(p1[l]);
-            if (T2) lf2[k + l] = a2[l] + log(p2[l]);
+        for (int j = 0; j < NS; ++j) {
+            pyopnb_v2d p = q[j];
+            if (_mm_movemask_pd(in[j]) != 3) {
+                pyopnb_v2d a = pyopnb_pair_at(acc[j], k, two, 0.0);
+                p = p0[j];
+                for (int r = 0; r < nrow; ++r) pyopnb_mul2(pyopnb_pair_at(PYOPNB_ROW(j, r), k, two, 1.0), &p, &a);
+                acc[j][k] = a[0];
+                if (two) acc[j][k + 1] = a[1];
+            }
+            pr[j][k] = p[0];
+            if (two) pr[j][k + 1] = p[1];
         }
     }
+#undef PYOPNB_ROW
+}
+
+/* pyopnb_products_n for nset = 1 or 2 products: tables read at the points'
+ * grid cells (int), or at their rows (ptrdiff_t) */
+template <class I>
+static inline void pyopnb_products(const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i,
+                                   int nset, int base_step, int point_step, double* const* pr, double* const* acc) {
+    if (nset == 2) {
+        pyopnb_products_n<2, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+    } else {
+        pyopnb_products_n<1, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+    }
+}
+
+static inline void pyopnb_products_at_cells(const double* const* base, const int* const* idx, int nrow, int K,
+                                            ptrdiff_t i, int nset, int base_step, int point_step,
+                                            double* const* pr, double* const* acc) {
+    pyopnb_products<int>(base, idx, nrow, K, i, nset, base_step, point_step, pr, acc);
+}
+
+static inline void pyopnb_products_at_rows(const double* const* base, const ptrdiff_t* const* idx, int nrow,
+                                           int K, ptrdiff_t i, int nset, int base_step, int point_step,
+                                           double* const* pr, double* const* acc) {
+    pyopnb_products<ptrdiff_t>(base, idx, nrow, K, i, nset, base_step, point_step, pr, acc);
 }
 
 /* pr[k] = 1, acc[k] = 0 for k < n: empty products */
@@ -268,7 +264,7 @@ static inline void pyopnb_products_start(ptrdiff_t n, double* pr, double* acc) {
 }
 
 /* pr[k] = acc[k] + log(pr[k]) for k < n: the logs of the products kept by
- * pyopnb_mul_one, in place */
+ * pyopnb_products, in place */
 static inline void pyopnb_log_products(ptrdiff_t n, double* pr, const double* acc) {
     for (ptrdiff_t k = 0; k < n; ++k) pr[k] = acc[k] + log(pr[k]);
 }

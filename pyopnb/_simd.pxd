@@ -9,12 +9,15 @@ cdef extern from "_simd.h" nogil:
     void pyopnb_decay_from_exp(double e, double d, int a, double* t)
     # dst[k] = src[k] for k < K: a short row
     void pyopnb_copy_row(const double* src, int K, double* dst)
-    # running products over the columns, logged once (see _simd.h): a row of K
-    # classes, one point's logged products of one or two tables at its cells,
-    # empty products, the log
-    void pyopnb_mul_row(const double* s, int K, double* pr, double* acc)
-    void pyopnb_point_products(const double* T1, const double* T2, Py_ssize_t TK, int K, const int* C,
-                               Py_ssize_t n, const Py_ssize_t* cols, int ncol, double* lf1, double* lf2)
+    # running products over the columns, logged once (see _simd.h): nset (1
+    # or 2) products continued through nrow columns, each a table read at the
+    # points' grid cells or at their rows; empty products; the logs
+    void pyopnb_products_at_cells(const double* const* base, const int* const* idx, int nrow, int K,
+                                  Py_ssize_t i, int nset, int base_step, int point_step, double* const* pr,
+                                  double* const* acc)
+    void pyopnb_products_at_rows(const double* const* base, const Py_ssize_t* const* idx, int nrow, int K,
+                                 Py_ssize_t i, int nset, int base_step, int point_step, double* const* pr,
+                                 double* const* acc)
     void pyopnb_products_start(Py_ssize_t n, double* pr, double* acc)
     void pyopnb_log_products(Py_ssize_t n, double* pr, const double* acc)
     # one point as an evaluation point in one column of the gradient

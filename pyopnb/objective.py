@@ -20,7 +20,7 @@ formulations hold):
     grid's ends too).
 
 A point's class densities are multiplied over the columns, each product
-logged before it could underflow (see _simd.h's pyopnb_mul_one), and the
+logged before it could underflow (see _simd.h's pyopnb_products), and the
 posteriors are combined in log space: no class density rounds to 0 in a
 product, and one that is 0 gives ``-inf``.
 """

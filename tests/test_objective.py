@@ -382,6 +382,12 @@ def test_grid_subset_values_are_the_objective_of_the_subsets():
     np.testing.assert_allclose(got, want, rtol=1e-14)
     assert tables.subset_values([], [2], np.log(PI))[0] == pytest.approx(
         f_NB_cpp(V[:, [2]], X, y, PI, np.ones(4), nbin=50), rel=1e-14)
+    # the candidates' scaled rows are kept for one update only: another V's
+    V2 = V + 0.3 * np.random.default_rng(6).normal(size=V.shape)
+    tables.update(_project.project(p.X, V2, 2))
+    got = tables.subset_values([3, 1], [0, 2, 4], np.log(PI))
+    want = [f_NB_cpp(V2[:, [3, 1, j]], X, y, PI, np.ones(4), nbin=50) for j in (0, 2, 4)]
+    np.testing.assert_allclose(got, want, rtol=1e-14)
     with pytest.raises(ValueError, match="column indices"):
         tables.subset_values([5], [0], np.log(PI))
     with pytest.raises(ValueError, match="without the gradient"):
@@ -421,13 +427,18 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
 
     V, X, y, PI = problem(11, n=400, d=5, ndim=4, K=3)
     p = check_problem(X, y, PI, np.ones(3))
-    tables = grid_tables(_project.project(p.X, V, 2), p, 40, False, 2)
+    Zt = _project.project(p.X, V, 2)
+    tables = grid_tables(Zt, p, 40, False, 2)
     logprior = np.log(PI)
-    T = tables.logS_lin.reshape(4, 40, 3)
-    S = tables.S_lin.reshape(4, 40, 3)
     plain = tables.subset_values([0], [1, 2, 3], logprior)
     np.testing.assert_allclose(plain, _direct_subset_values(tables, [0], [1, 2, 3], logprior, p.y0),
                                rtol=1e-13)
+    # fresh tables, edited after their logs are made (asking for no candidate
+    # makes them) and before any candidate's rows are scaled (once per update)
+    tables = grid_tables(Zt, p, 40, False, 2)
+    assert tables.subset_values([0], [], logprior).size == 0
+    T = tables.logS_lin.reshape(4, 40, 3)
+    S = tables.S_lin.reshape(4, 40, 3)
     g = np.arange(40)
     S[0, :, 0] *= np.exp(34.0 * (g - 20))  # the base favours class 0 on the right
     T[2, :, 1] += 100.0 * (20 - g)  # a candidate favours class 1 on the left
