@@ -5,7 +5,8 @@ files: _sort (argsorts), _ksum (the kernel-sum recursion, exact and
 binned sums), _passes (the objective's column passes), _grid (the grid
 tables of R's and the journal's binned objectives), _project (Z = XV and R's
 column statistics), _lbfgsb (R's L-BFGS-B), _linalg (fixed-order linear
-algebra), _gaussian (OPGD's diagonal Gaussian objective); _testing gives tests entry points to pieces the product calls
+algebra), _gaussian (OPGD's diagonal Gaussian objective), _eigen (R's eigen: reference
+LAPACK's symmetric eigensolver, ported); _testing gives tests entry points to pieces the product calls
 from C only.
 """
 import os
@@ -16,7 +17,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 openmp = [] if sys.platform == "darwin" else ["-fopenmp"]
-MODULES = ("_sort", "_ksum", "_passes", "_grid", "_project", "_lbfgsb", "_linalg", "_gaussian", "_testing")
+MODULES = ("_sort", "_ksum", "_passes", "_grid", "_project", "_lbfgsb", "_linalg", "_gaussian", "_eigen", "_testing")
 
 extensions = [
     Extension(

@@ -23,6 +23,10 @@ from .exceptions import ConvergenceWarning  # noqa: E402
 from .fitting import OPNB, opnb_journal  # noqa: E402
 from .ksum import fk_sum, kernel_integral  # noqa: E402
 from .model import OPNBModel, predict  # noqa: E402
+# R's plot, bound over the submodule's name: imported here (it loads
+# matplotlib only when it draws), because a lazy name is replaced by the
+# submodule once anything imports pyopnb.plot
+from .plot import plot  # noqa: E402
 from .rio import read_json, read_model, read_rds, write_json, write_model, write_rds  # noqa: E402
 
 __version__ = "0.1.0"
@@ -32,13 +36,9 @@ __all__ = ["OPNB", "OPNBModel", "OPNB_CV_lam", "OPNBClassifier", "ConvergenceWar
 
 
 def __getattr__(name: str):
-    # scikit-learn and matplotlib load only when these are asked for
+    # scikit-learn loads only when the estimator is asked for
     if name == "OPNBClassifier":
         from .estimator import OPNBClassifier
 
         return OPNBClassifier
-    if name == "plot":
-        from .plot import plot
-
-        return plot
     raise AttributeError(f"module 'pyopnb' has no attribute {name!r}")

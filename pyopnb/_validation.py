@@ -56,6 +56,10 @@ def check_X(X: Any, name: str, d: Optional[int] = None, expected: Optional[Seque
                 raise ValueError(f"{name} has missing values (pd.NA): remove or impute them first") from None
             raise ValueError(f"{name} must be numeric: encode text or categorical columns as numbers first") from None
     if Xa.ndim == 1:
+        if d is not None and d > 1:
+            # one row, most likely (a column would need a one-feature model)
+            raise ValueError(f"{name} is one-dimensional ({Xa.size} values) but the model has {d} features: pass "
+                             f"rows as a 2-D array, one row as {name}.reshape(1, -1) (R: matrix(x, nrow = 1))")
         Xa = Xa.reshape(-1, 1)
     if Xa.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {Xa.shape}")
@@ -77,20 +81,29 @@ def check_X(X: Any, name: str, d: Optional[int] = None, expected: Optional[Seque
     return np.ascontiguousarray(Xa)
 
 
-def check_ndim(ndim: Any, d: int) -> int:
-    """ndim, 1..d (default min(d, 20), R's)."""
+def check_ndim(ndim: Any, d: int, bound: str = "ncol(X)") -> int:
+    """ndim, 1..d (default min(d, 20), R's); ``bound`` names what d counts
+    in the error (the data's columns at a fit, the model's at predict)."""
     if ndim is None:
         return min(d, 20)
-    if isinstance(ndim, bool) or not float(ndim).is_integer():
+    if isinstance(ndim, bool) or not isinstance(ndim, (int, float, np.integer, np.floating)) \
+            or not float(ndim).is_integer():
         raise ValueError(f"ndim must be an integer from 1 to {d}, got {label_text(ndim)}")
     nd = int(ndim)
     if not 1 <= nd <= d:
-        raise ValueError(f"ndim must be from 1 to ncol(X) = {d}, got {nd}")
+        raise ValueError(f"ndim must be from 1 to {bound} = {d}, got {nd}")
     return nd
 
 
 def check_lam(lam: Any) -> float:
-    return as_positive_scalar(lam, "lam", " (R requires it strictly positive)")
+    """The penalty's weight: finite and >= 0 (R fits lam = 0, no penalty)."""
+    try:
+        v = float(lam)
+    except (TypeError, ValueError):
+        raise ValueError(f"lam must be a non-negative number, got {label_text(lam)}") from None
+    if not np.isfinite(v) or v < 0:
+        raise ValueError(f"lam must be finite and >= 0 (0: no penalty), got {label_text(lam)}")
+    return v
 
 
 def check_maxit(maxit: Any) -> int:

@@ -34,6 +34,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._validation import align_columns, rows_text
+from .labels import level_text
 
 _SEP = "="
 
@@ -42,18 +43,38 @@ class CLIError(Exception):
     """A problem with the user's input: reported as 'pyopnb: error: ...', exit code 2."""
 
 
+def _r_row_names(p: Path) -> bool:
+    """Whether the file's first column is R's row names: write.csv (and
+    write.table's col.names = NA) writes them under an empty first header."""
+    import csv
+
+    try:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), [])
+    except (UnicodeDecodeError, csv.Error):
+        return False
+    return len(header) > 1 and header[0].strip() == ""
+
+
 def _read_csv(path: str):
+    """A CSV file as a DataFrame; R's row names (a first column under an
+    empty header, as write.csv writes by default) become the index, not a
+    feature, and the command says so."""
     import pandas as pd
 
     p = Path(path)
     if not p.is_file():
         raise CLIError(f"{path}: no such file")
+    row_names = _r_row_names(p)
     try:
-        df = pd.read_csv(p)
+        df = pd.read_csv(p, index_col=0 if row_names else None)
     except Exception as exc:  # pandas raises several kinds for bad CSV
         raise CLIError(f"{path}: cannot read as CSV ({type(exc).__name__}: {exc})") from None
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise CLIError(f"{path}: no data rows")
+    if row_names:
+        print(f"pyopnb: {path}: the first column has no header, as R's write.csv writes row names: read as row "
+              f"names, not as a feature", file=sys.stderr)
     return df
 
 
@@ -227,27 +248,54 @@ def _model_matrix(model, path: str, target: Optional[str] = None):
             raise CLIError(f"{path}: the target column {label!r} has missing values")
         df = df.drop(columns=[label])
     names = model.feature_names
+    d = model.V.shape[0]
     if names is None:
+        # a model R fitted on an unnamed matrix: the file's columns are its
+        # features, in order, and nothing tells a label column apart
+        if label is None and df.shape[1] != d:
+            raise CLIError(f"{path}: {df.shape[1]} columns, but the model has {d} features and no column names "
+                           f"(R fitted it on an unnamed matrix){_label_hint(df, model)}")
         X, _ = _encode(df, path)
-        if X.shape[1] != model.V.shape[0]:
-            raise CLIError(f"{path}: {X.shape[1]} columns, but the model has {model.V.shape[0]} features")
+        if X.shape[1] != d:
+            raise CLIError(f"{path}: {X.shape[1]} columns, but the model has {d} features")
         return X, labels
+    if label is None:
+        extra = [str(c) for c in df.columns if str(c) not in names and not any(
+            n.startswith(f"{c}{_SEP}") for n in names)]
+        if extra:
+            raise CLIError(f"{path}: columns {extra[:5]} are not among the model's features, and the model names "
+                           f"no label column{_label_hint(df, model)}")
     X, got = _encode(df, path, known=names)
     return _align(X, got, names, path), labels
 
 
+def _label_hint(df, model) -> str:
+    """Advice naming the file's columns whose values are all among the
+    model's classes: one of them is likely the label column."""
+    known = set(level_text(model.ynames)) | {str(c) for c in model.ynames}
+    candidates = []
+    for col in df.columns:
+        vals = df[col].dropna()
+        text = level_text(vals.to_numpy()) if vals.dtype.kind in "biuf" else [str(v) for v in vals]
+        if text and set(text) <= known:
+            candidates.append(str(col))
+    if candidates:
+        return (f": if {candidates[0]!r} is the label column, pass --target {candidates[0]}"
+                + (f" (columns holding only class labels: {candidates})" if len(candidates) > 1 else ""))
+    return ": pass --target COLUMN to leave the label column out"
+
+
 def _as_model_labels(labels, model, path: str) -> np.ndarray:
-    """A label column as strings, checked against the model's classes."""
-    known = [str(c) for c in model.ynames]
+    """A label column as the model's classes, compared by R's text of each
+    (a float 1.0 read from a CSV is the class 1), checked against them."""
+    known = level_text(model.ynames)
     vals = labels.to_numpy()
-    if vals.dtype.kind == "f" and all(float(c).is_integer() for c in vals) and \
-            not set(map(str, vals)) <= set(known):
-        vals = vals.astype(np.int64)  # pandas reads an integer column with gaps as float
-    out = np.asarray([str(v) for v in vals], dtype=object)
-    unknown = sorted(set(out) - set(known))
+    text = level_text(vals) if vals.dtype.kind in "biuf" else [str(v) for v in vals]
+    unknown = sorted(set(text) - set(known))
     if unknown:
         raise CLIError(f"{path}: labels {unknown[:5]} are not among the model's classes {known}")
-    return out
+    index = {t: k for k, t in enumerate(known)}
+    return model.ynames[[index[t] for t in text]]
 
 
 def _report(truth: np.ndarray, pred: np.ndarray, classes: Sequence[str]) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 from ._validation import as_positive_scalar, check_lam, check_ndim, check_X, label_text
 from .exceptions import ConvergenceWarning
 from .fitting import OPNB, opnb_journal
-from .labels import factor
+from .labels import factor_values
 from .model import OPNBModel, predict
 
 __all__ = ["OPNB_CV_lam", "opnb_journal_cv"]
@@ -55,15 +55,16 @@ def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
 
 
 def _cv_data(X: Any, y: Any, folds: Any, random_state: Any):
-    """(X checked, labels as their levels, folds as 0-based index arrays):
-    ``folds`` an integer k gives k stratified folds, seeded."""
+    """(X checked, labels, folds as 0-based index arrays): the labels' row
+    subsets keep y's level order (a Categorical's own order too); ``folds``
+    an integer k gives k stratified folds, seeded."""
     Xa = check_X(X, "X")
-    levels, codes = factor(y)
+    levels, codes, labels = factor_values(y)
     if codes.size != Xa.shape[0]:
         raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
     if np.isscalar(folds):
         folds = _stratified_folds(folds, codes, random_state)
-    return Xa, levels[codes], _check_folds(folds, Xa.shape[0])
+    return Xa, labels, _check_folds(folds, Xa.shape[0])
 
 
 def _n_jobs(n_jobs: Any, cores: Any) -> int:
@@ -133,7 +134,7 @@ def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress
         model, said = _fit_quietly(OPNB, X[train], labels[train], lam=lam, **fit_kwargs)
         notes += said
         pred = predict(model, X[test])["class"]
-        correct += int(np.sum(pred == labels[test]))
+        correct += int(np.sum(pred == np.asarray(labels[test])))
         total += test.size
         if progress is not None:
             progress.step(f"{label} fold {j + 1}/{len(folds)}")
@@ -231,13 +232,13 @@ def _journal_fold(X, labels, train, test, gamma, ndims, path, fit_kwargs) -> Tup
         # one fit at the largest ndim; its first m greedy columns serve ndim = m
         model, notes = _fit_quietly(opnb_journal, X[train], labels[train], ndim=max(ndims), gamma=gamma, **fit_kwargs)
         for j, m in enumerate(ndims):
-            hits[j] = int(np.sum(predict(model, X[test], ndim=m, log=True)["class"] == labels[test]))
+            hits[j] = int(np.sum(predict(model, X[test], ndim=m, log=True)["class"] == np.asarray(labels[test])))
         return hits, notes, 1
     notes = []
     for j, m in enumerate(ndims):
         model, said = _fit_quietly(opnb_journal, X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs)
         notes += said
-        hits[j] = int(np.sum(predict(model, X[test], log=True)["class"] == labels[test]))
+        hits[j] = int(np.sum(predict(model, X[test], log=True)["class"] == np.asarray(labels[test])))
     return hits, notes, len(ndims)
 
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _linalg, _project, _threads
+from . import _eigen, _linalg, _project, _threads
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
 from .objective import (CORRECT_BEHAVIOUR, R_BEHAVIOUR, Behaviour, Problem, Workspace, check_problem, evaluate,
@@ -174,15 +174,21 @@ def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
 def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
     """R's start on the scaled data: V0 as given (a matrix, or a function of
     (Xs, y, ndim) with y 1-based, as R's OPNB calls it), else the leading
-    ndim eigenvectors of cov(Xs)."""
+    ndim eigenvectors of cov(Xs); ``V0="R"`` computes those in R itself
+    (through rpy2), with the signs of the LAPACK that R links."""
     d = Xs.shape[1]
+    if isinstance(V0, str):
+        if V0 != "R":
+            raise ValueError(f"V0 must be None, \"R\" (R's own start, through rpy2), a matrix or a function; "
+                             f"got {V0!r}")
+        from .rinterop import r_eigen_start
+
+        return r_eigen_start(Xs, ndim)
     if V0 is None:
-        # the first ndim eigenvectors of R's cov(Xs), by decreasing eigenvalue.
-        # R's eigen (LAPACK's dsyevr) picks each column's sign as its build
-        # does; ours are fixed by _linalg.eigh's convention (largest entry
-        # positive). R's binned objective tells signs apart: to reproduce an R
-        # fit to the bit, pass R's start as V0
-        vals, vecs = _linalg.eigh(_linalg.r_cov(np.ascontiguousarray(Xs), _threads.resolve()))
+        # the first ndim eigenvectors of R's cov(Xs), by decreasing eigenvalue,
+        # as R's eigen computes them with reference LAPACK: their signs decide
+        # where R's binned fits go (its objective tells a column's signs apart)
+        vals, vecs = _eigen.r_eigen(_linalg.r_cov(np.ascontiguousarray(Xs), _threads.resolve()))
         return np.ascontiguousarray(vecs[:, :ndim])
     out = V0(Xs, y1, ndim) if callable(V0) else V0
     V = np.asarray(out, dtype=np.float64)

@@ -1,43 +1,68 @@
-"""Class labels as R's ``as.factor`` codes them: levels in R's order, 0-based codes."""
+"""Class labels as R's ``as.factor`` codes them: levels in R's order, 0-based codes.
+
+Also R's text for a level (``as.character``), and that text read back in a
+type, for model files that travel between R and Python.
+"""
 from __future__ import annotations
 
+import math
+import re
 import sys
-from typing import Any, Tuple
+from functools import lru_cache
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["factor"]
+__all__ = ["factor", "factor_values", "level_text", "levels_from_text", "collation_key"]
 
 
-def _collation_key(s: str) -> Tuple[str, str]:
-    # R sorts strings by the locale's collation (en_US: case-insensitive
-    # first, lower case before upper on ties); C-locale order would put "B"
-    # before "a"
-    return (s.casefold(), s.swapcase())
+@lru_cache(maxsize=1)
+def _collator() -> Callable[[str], Any]:
+    # R's usual builds (Debian's included) sort strings with ICU's root
+    # collation, the Unicode Collation Algorithm; pyuca implements it (and
+    # agreed with R 4.2 on 3000 random words of ASCII and accented letters)
+    import pyuca
+
+    return pyuca.Collator().sort_key
+
+
+def collation_key(s: str) -> Any:
+    """The sort key of R's ``sort`` on strings: the Unicode Collation Algorithm
+    (ICU's root order: case-insensitive first, lower case before upper,
+    punctuation before digits before letters, accents after the plain letter)."""
+    return _collator()(s)
+
+
+def _categorical(y: Any) -> Any:
+    """y as a pandas Categorical if it is one (or a Series of one), else None."""
+    # pandas is optional here, and y can only be a pandas object if pandas is
+    # loaded (importing it here would add a quarter of a second to a fit)
+    pd = sys.modules.get("pandas")
+    if pd is None:
+        return None
+    if isinstance(y, (pd.Series, pd.Index)) and isinstance(y.dtype, pd.CategoricalDtype):
+        return pd.Categorical(y)
+    if isinstance(y, pd.Categorical):
+        return y
+    return None
 
 
 def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
     """R's ``as.factor``: (levels, 0-based codes).
 
-    Numbers sort numerically, booleans FALSE < TRUE, strings by collation;
-    a pandas Categorical keeps its category order (unused categories dropped).
+    Numbers sort numerically, booleans FALSE < TRUE, strings as R sorts them
+    (:func:`collation_key`); a pandas Categorical keeps its category order
+    (unused categories dropped), as R keeps a factor's levels.
     """
-    cat = None
-    # pandas is optional, and y can only be a pandas object if pandas is
-    # loaded (importing it here would add a quarter of a second to a fit)
-    pd = sys.modules.get("pandas")
-    if pd is not None:
-        if isinstance(y, (pd.Series, pd.Index)) and isinstance(y.dtype, pd.CategoricalDtype):
-            cat = pd.Categorical(y)
-        elif isinstance(y, pd.Categorical):
-            cat = y
-        elif isinstance(y, (pd.Series, pd.Index)):
-            y = y.to_numpy()
+    cat = _categorical(y)
     if cat is not None:
         if (cat.codes < 0).any():
             raise ValueError("y contains missing values")
         cat = cat.remove_unused_categories()
         return np.asarray(cat.categories, dtype=object), np.asarray(cat.codes, dtype=np.int64)
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(y, (pd.Series, pd.Index)):
+        y = y.to_numpy()
     arr = np.asarray(y)
     if arr.ndim != 1:
         if arr.ndim == 2 and 1 in arr.shape:
@@ -62,7 +87,97 @@ def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
         if kinds <= {bool, np.bool_}:
             return factor(np.asarray(items, dtype=bool))
         strs = [str(v) for v in items]
-        levels = sorted(set(strs), key=_collation_key)
+        levels = sorted(set(strs), key=collation_key)
         index = {lev: i for i, lev in enumerate(levels)}
         return np.asarray(levels, dtype=object), np.array([index[s] for s in strs], dtype=np.int64)
     raise ValueError(f"y has an unsupported dtype {arr.dtype}")
+
+
+def factor_values(y: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+    """(levels, codes, labels): :func:`factor`'s result and the labels as a
+    vector whose row subsets keep the levels' order when factored again (a
+    pandas Categorical where y is one, else the levels by row), for the fits
+    of a cross-validation."""
+    levels, codes = factor(y)
+    cat = _categorical(y)
+    if cat is not None:
+        import pandas as pd
+
+        return levels, codes, pd.Categorical.from_codes(codes, categories=cat.remove_unused_categories().categories)
+    return levels, codes, levels[codes]
+
+
+# ---------------------------------------------------------------------------
+# R's text for a level, and back
+# ---------------------------------------------------------------------------
+
+def _r_double_text(x: float) -> str:
+    """R's ``as.character`` of a double: 15 significant digits at most, the
+    fewest that keep the value to 15, fixed notation unless scientific is
+    narrower (R's ``scipen = 0``)."""
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "Inf" if x > 0 else "-Inf"
+    target = float(f"{x:.14e}")
+    nsig = next(k for k in range(1, 16) if float(f"{x:.{k - 1}e}") == target)
+    mant, exp = f"{x:.{nsig - 1}e}".split("e")
+    e = int(exp)
+    sci = f"{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    fixed = f"{x:.{max(0, nsig - 1 - e)}f}"
+    return fixed if len(fixed) <= len(sci) else sci
+
+
+def level_text(levels: Sequence[Any]) -> List[str]:
+    """Each level as R writes it in a factor's levels: integers as digits,
+    doubles as ``as.character`` does (``0``, ``0.5``, ``1e+05``), booleans
+    ``FALSE``/``TRUE``, strings as they are."""
+    arr = np.asarray(levels)
+    if arr.dtype.kind == "b":
+        return ["TRUE" if v else "FALSE" for v in arr.tolist()]
+    if arr.dtype.kind in "iu":
+        return [str(int(v)) for v in arr.tolist()]
+    if arr.dtype.kind == "f":
+        return [_r_double_text(float(v)) for v in arr.tolist()]
+    out = []
+    for v in np.ravel(arr).tolist():
+        if isinstance(v, (bool, np.bool_)):
+            out.append("TRUE" if v else "FALSE")
+        elif isinstance(v, (float, np.floating)):
+            out.append(_r_double_text(float(v)))
+        else:
+            out.append(str(v))
+    return out
+
+
+_INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+
+
+def levels_from_text(text: Sequence[str], kind: Optional[str] = None) -> np.ndarray:
+    """Levels read back from R's text, in the type ``kind`` names (integer,
+    double, logical or character). With no kind (a model R saved: R keeps
+    only the text), the type is the one whose R text the levels are, each
+    exactly: integers (``"0"``, ``"12"``), logicals (``"FALSE"``, ``"TRUE"``),
+    doubles (``"0.5"``, ``"1e+05"``); anything else stays text."""
+    text = [str(v) for v in text]
+    if kind == "integer":
+        return np.asarray([int(v) for v in text], dtype=np.int64)
+    if kind == "double":
+        return np.asarray([float(v) for v in text], dtype=np.float64)
+    if kind == "logical":
+        return np.asarray([v.upper() == "TRUE" for v in text], dtype=bool)
+    if kind not in (None, "character"):
+        raise ValueError(f"a model file names its labels' type {kind!r}, not one of integer, double, logical, "
+                         f"character")
+    if kind is None and text:
+        if all(_INTEGER_TEXT.match(v) for v in text) and all(abs(int(v)) < 2 ** 63 for v in text):
+            return np.asarray([int(v) for v in text], dtype=np.int64)
+        if all(v in ("FALSE", "TRUE") for v in text):
+            return np.asarray([v == "TRUE" for v in text], dtype=bool)
+        try:
+            values = [float(v) for v in text]
+        except ValueError:
+            values = None
+        if values is not None and all(math.isfinite(x) and _r_double_text(x) == v for x, v in zip(values, text)):
+            return np.asarray(values, dtype=np.float64)
+    return np.asarray(text, dtype=object)

@@ -141,7 +141,7 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
 
 def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool) -> Dict[str, np.ndarray]:
     d, full = model.V.shape
-    nd = full if ndim is None else check_ndim(ndim, full)
+    nd = full if ndim is None else check_ndim(ndim, full, "the model's columns, ncol(V)")
     Xa = check_X(Xte, "Xte", d, model.feature_names)
     V = np.ascontiguousarray(model.V[:, :nd])
     ptr = projection(model.X, model.mu, V)

@@ -3,8 +3,12 @@
 A model written here keeps what R's fields cannot hold, where R ignores it:
 the class labels' type (R's levels are strings; integer labels come back as
 integers) and L-BFGS-B's convergence code, as attributes of the RDS list
-("pyopnb.ynames", "pyopnb.convergence") and as fields of the JSON file. A
-model that R saved has no convergence code: it reads as unknown (None).
+("pyopnb.ynames", "pyopnb.convergence") and as fields of the JSON file.
+Labels are written as R writes a factor's levels (``0``/``1`` for numbers,
+``FALSE``/``TRUE`` for booleans), so that R's ``predict`` compares equal to
+R's own labels. A model that R saved has no convergence code (it reads as
+unknown, None) and keeps only its levels' text: levels that are each R's
+text of an integer, a logical or a double read back as that type.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from typing import Any, Dict, Iterator, Optional, Union
 
 import numpy as np
 
+from .labels import level_text, levels_from_text
 from .model import OPNBModel, check_model
 
 __all__ = ["read_rds", "write_rds", "read_json", "write_json", "read_model", "write_model", "model_from_fields"]
@@ -29,21 +34,6 @@ _LABEL_KINDS = {"i": "integer", "u": "integer", "f": "double", "b": "logical"}
 def _label_kind(ynames: np.ndarray) -> str:
     """The labels' type as R names it: integer, double, logical or character."""
     return _LABEL_KINDS.get(np.asarray(ynames).dtype.kind, "character")
-
-
-def _labels_as(kind: Any, ynames: np.ndarray) -> np.ndarray:
-    """Labels read as text, back in their type (character when not named)."""
-    text = [str(v) for v in np.ravel(ynames)]
-    if kind == "integer":
-        return np.asarray([int(v) for v in text], dtype=np.int64)
-    if kind == "double":
-        return np.asarray([float(v) for v in text], dtype=np.float64)
-    if kind == "logical":
-        return np.asarray([v.upper() == "TRUE" for v in text], dtype=bool)
-    if kind not in (None, "character"):
-        raise ValueError(f"a model file names its labels' type {kind!r}, not one of integer, double, logical, "
-                         f"character")
-    return np.asarray(text, dtype=object)
 
 
 def _vector(v: Any, name: str) -> np.ndarray:
@@ -67,8 +57,13 @@ def _names(v: Any) -> Any:
 
 
 def model_from_fields(fields: Any, ynames_kind: Optional[str] = None, convergence: Optional[int] = None) -> OPNBModel:
-    """An OPNBModel from R's fields (a mapping, e.g. a converted R list);
-    the labels back in their type when ``ynames_kind`` names it."""
+    """An OPNBModel from R's fields (a mapping, e.g. a converted R list).
+
+    The labels come back in the type ``ynames_kind`` names (a file pyopnb
+    wrote says it). R keeps only the levels' text: without a kind, levels
+    that are each exactly R's text of an integer, a logical or a double
+    read as that type (``"0"``, ``"1"`` as integers, as R's ``as.factor``
+    wrote them from numbers), and any other text stays text."""
     missing = [f for f in _FIELDS if f not in fields]
     if missing:
         raise ValueError(f"not an OPNB model: fields {missing} are missing")
@@ -87,7 +82,8 @@ def model_from_fields(fields: Any, ynames_kind: Optional[str] = None, convergenc
         raise ValueError("model field 'y' must hold integer class codes")
     ynames_raw = fields["ynames"]
     cats = getattr(ynames_raw, "categories", None)
-    ynames = _labels_as(ynames_kind, np.asarray(ynames_raw) if cats is None else np.asarray(ynames_raw.astype(str)))
+    ynames = levels_from_text(np.ravel(np.asarray(ynames_raw) if cats is None else np.asarray(ynames_raw.astype(str))),
+                              ynames_kind)
     model = OPNBModel(
         V=np.ascontiguousarray(V), X=np.ascontiguousarray(X), y=y.astype(np.int64),
         PI=_vector(fields["PI"], "PI").ravel(), h=np.ascontiguousarray(h), nc=nc,
@@ -140,10 +136,19 @@ def read_rds(path: Union[str, os.PathLike]) -> OPNBModel:
         parsed = rdata.parser.parse_file(p)
     except Exception as exc:  # rdata raises many kinds on bad input
         raise ValueError(f"{p}: not a readable RDS file ({type(exc).__name__}: {exc})") from None
+    if _is_rdata(p):
+        raise ValueError(f"{p}: this is an .RData file (R's save()), not an RDS file: in R, load it and save the "
+                         f"OPNB model itself with saveRDS(model, \"model.rds\"), then read that")
     attrs = _r_attributes(parsed.object)
     classes = attrs.get("class", [])
     if "OPNB" not in classes:
-        raise ValueError(f"{p}: the RDS object is of class {classes or ['(none)']}, not 'OPNB'")
+        names = attrs.get("names", [])
+        if "model" in names and "cv_stats" in names:
+            raise ValueError(f"{p}: this is the list OPNB_CV_lam returns (model and cv_stats), not a model: in R, "
+                             f"save its model with saveRDS(cv$model, \"model.rds\"), then read that")
+        what = f"of class {classes}" if classes else f"a plain R {parsed.object.info.type.name.lower()} object"
+        raise ValueError(f"{p}: the RDS object is {what}, not an OPNB model (R's OPNB() returns one: "
+                         f"saveRDS(model, \"model.rds\"))")
     try:
         import warnings
 
@@ -157,6 +162,23 @@ def read_rds(path: Union[str, os.PathLike]) -> OPNBModel:
     kind = attrs.get("pyopnb.ynames", [None])[0]
     code = attrs.get("pyopnb.convergence", [None])[0]
     return model_from_fields({str(k): v for k, v in converted.items()}, kind, None if code is None else int(code))
+
+
+def _is_rdata(p: Path) -> bool:
+    """Whether the file is an .RData workspace (save()), by its magic
+    number (RDX2 or RDX3) under any of R's compressions."""
+    import bz2
+    import gzip
+    import lzma
+
+    for opener in (gzip.open, bz2.open, lzma.open, open):
+        try:
+            with opener(p, "rb") as fh:
+                head = fh.read(5)
+        except (OSError, EOFError, lzma.LZMAError):
+            continue
+        return head[:3] == b"RDX"
+    return False
 
 
 def _r_attributes(obj: Any) -> Dict[str, list]:
@@ -243,7 +265,7 @@ def _opnb_r_object(model: OPNBModel, converter: Any) -> Any:
         converter.convert_to_r_object(np.array([float(model.nc)])),
         named(model.mu, names),
         named(model.scales, names),
-        converter.convert_to_r_object(np.asarray([str(v) for v in model.ynames], dtype=object)),
+        converter.convert_to_r_object(np.asarray(level_text(model.ynames), dtype=object)),
         converter.convert_to_r_object(np.array([float(model.lam)])),
         converter.convert_to_r_object(np.array([float(model.fval)])),
     ]

@@ -65,7 +65,7 @@ def test_bad_files(model, tmp_path):
         read_rds(truncated)
     other = tmp_path / "lm.rds"
     _write_r_list(other, {"coefficients": [1.0, 2.0]}, "lm")
-    with pytest.raises(ValueError, match=r"of class \['lm'\], not 'OPNB'"):
+    with pytest.raises(ValueError, match=r"of class \['lm'\], not an OPNB model"):
         read_rds(other)
     missing = tmp_path / "missing.rds"
     _write_r_list(missing, {"V": [1.0], "X": [1.0]}, "OPNB")

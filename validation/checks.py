@@ -21,7 +21,7 @@ import numpy as np
 
 from pyopnb import OPNB, OPNB_CV_lam, fk_sum, predict, read_rds
 from pyopnb.formulation import r_start, r_colmeans, r_sd, r_standardise
-from pyopnb.labels import factor
+from pyopnb.labels import factor, level_text
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
 from validation import rbridge
 from validation.fixtures import (FIT_FLOOR, FIXTURES, FK_ABS, FK_REL, OBJ_REL, POSTERIOR_ABS, arr, column_signs,
@@ -191,7 +191,7 @@ def _register_recorded() -> None:
             m = model_from_fixture(fx["inputs"]["model"])
             p = predict(m, arr(fx["inputs"]["Xte"]))
             return [compare(f"{name} posterior", RECORDED, p["posterior"], fx["outputs"]["posterior"], 0, POSTERIOR_ABS),
-                    identical(f"{name} class", RECORDED, list(p["class"]), fx["outputs"]["class"])]
+                    identical(f"{name} class", RECORDED, level_text(p["class"]), fx["outputs"]["class"])]
         check(f"predict/{name}", RECORDED)(run)
 
     def run_models():
@@ -202,7 +202,7 @@ def _register_recorded() -> None:
             p = predict(m, arr(inp["Xte"]))
             out.append(compare(f"{key}.rds posterior", RECORDED, p["posterior"], fx["outputs"][key]["posterior"], 0,
                                POSTERIOR_ABS))
-            out.append(identical(f"{key}.rds class", RECORDED, list(p["class"]), fx["outputs"][key]["class"]))
+            out.append(identical(f"{key}.rds class", RECORDED, level_text(p["class"]), fx["outputs"][key]["class"]))
         return out
     check("models/rds", RECORDED)(run_models)
 
@@ -845,7 +845,7 @@ def _r_predicts(m, d):
     ro.globalenv["mr__"] = to_r(m)
     post_r2 = np.asarray(rbridge.r("predict(mr__, Xte__)$posterior"))
     return [compare("write_rds -> readRDS -> predict.OPNB posterior", LIVE, ours["posterior"], post_r, 0, POSTERIOR_ABS),
-            identical("write_rds -> readRDS -> predict.OPNB class", LIVE, list(ours["class"]), cls_r),
+            identical("write_rds -> readRDS -> predict.OPNB class", LIVE, level_text(ours["class"]), cls_r),
             compare("to_r -> predict.OPNB posterior", LIVE, ours["posterior"], post_r2, 0, POSTERIOR_ABS)]
 
 
