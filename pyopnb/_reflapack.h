@@ -1887,6 +1887,10 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
         rl_dlaev2(d[0], e[0], d[1], &r1, &r2, &cs, &sn);
         w[0] = r2; z[0] = -sn; z[1] = cs;
         w[1] = r1; z[2] = cs; z[3] = sn;
+        if (w[1] < w[0]) {  /* dlaev2 orders by absolute value; dstemr then sorts */
+            w[0] = r1; w[1] = r2;
+            z[0] = cs; z[1] = sn; z[2] = -sn; z[3] = cs;
+        }
         return 0;
     }
     tnrm = 0.0;

@@ -132,13 +132,13 @@ def read_rds(path: Union[str, os.PathLike]) -> OPNBModel:
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{p}: no such file")
+    if _is_rdata(p):
+        raise ValueError(f"{p}: this is an .RData file (R's save()), not an RDS file: in R, load it and save the "
+                         f"OPNB model itself with saveRDS(model, \"model.rds\"), then read that")
     try:
         parsed = rdata.parser.parse_file(p)
     except Exception as exc:  # rdata raises many kinds on bad input
         raise ValueError(f"{p}: not a readable RDS file ({type(exc).__name__}: {exc})") from None
-    if _is_rdata(p):
-        raise ValueError(f"{p}: this is an .RData file (R's save()), not an RDS file: in R, load it and save the "
-                         f"OPNB model itself with saveRDS(model, \"model.rds\"), then read that")
     attrs = _r_attributes(parsed.object)
     classes = attrs.get("class", [])
     if "OPNB" not in classes:
@@ -146,7 +146,10 @@ def read_rds(path: Union[str, os.PathLike]) -> OPNBModel:
         if "model" in names and "cv_stats" in names:
             raise ValueError(f"{p}: this is the list OPNB_CV_lam returns (model and cv_stats), not a model: in R, "
                              f"save its model with saveRDS(cv$model, \"model.rds\"), then read that")
-        what = f"of class {classes}" if classes else f"a plain R {parsed.object.info.type.name.lower()} object"
+        kinds = {"INT": "an integer vector", "REAL": "a numeric vector", "STR": "a character vector",
+                 "LGL": "a logical vector", "VEC": "a list", "LIST": "a pairlist"}
+        kind = parsed.object.info.type.name
+        what = f"of class {classes}" if classes else f"a plain R object ({kinds.get(kind, kind.lower())})"
         raise ValueError(f"{p}: the RDS object is {what}, not an OPNB model (R's OPNB() returns one: "
                          f"saveRDS(model, \"model.rds\"))")
     try:

@@ -320,3 +320,76 @@ def test_predicts_warnings_are_one_line_in_the_commands_words(files):
     warn = [ln for ln in r.stderr.splitlines() if ln.startswith("pyopnb: warning:")]
     assert len(warn) == 1 and "2 of 332 rows underflowed" in warn[0] and "without --r-compatible" in warn[0]
     assert "log=True" not in r.stderr and ".py:" not in r.stderr
+
+
+def _r_csv(df, path, row_names=True):
+    """A CSV as R's write.csv writes it: quoted header and strings, and by
+    default a first column of row names under an empty header."""
+    lines = []
+    cols = ([""] if row_names else []) + [str(c) for c in df.columns]
+    lines.append(",".join(f'"{c}"' for c in cols))
+    for i, (_, row) in enumerate(df.iterrows()):
+        vals = [f'"{i + 1}"'] if row_names else []
+        vals += [f'"{v}"' if isinstance(v, str) else repr(float(v)) for v in row]
+        lines.append(",".join(vals))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_Rs_write_csv_row_names_are_not_a_feature(files):
+    tmp, d = files
+    tr = pd.DataFrame(d.X_train, columns=list(d.feature_names))
+    tr["type"] = d.y_train
+    _r_csv(tr, tmp / "r_train.csv")
+    r = run("fit", "r_train.csv", "--target", "type", "--ndim", "2", "--out", "r_model.json", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    assert "read as row names, not as a feature" in r.stderr
+    import json
+
+    assert json.loads((tmp / "r_model.json").read_text())["feature_names"] == list(d.feature_names)
+    te = pd.DataFrame(d.X_test, columns=list(d.feature_names))
+    te["type"] = d.y_test
+    _r_csv(te, tmp / "r_test.csv")
+    r = run("predict", "r_model.json", "r_test.csv", "--out", "r_pred.csv", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    assert "accuracy" in r.stdout
+    # the same as a plain CSV of the same data
+    tr.to_csv(tmp / "plain_train.csv", index=False)
+    r2 = run("fit", "plain_train.csv", "--target", "type", "--ndim", "2", "--out", "plain.json", cwd=tmp)
+    assert r2.returncode == 0 and "row names" not in r2.stderr
+    a, b = (json.loads((tmp / f).read_text()) for f in ("r_model.json", "plain.json"))
+    assert a["V"] == b["V"]
+
+
+def test_an_R_model_on_an_unnamed_matrix_says_to_pass_the_label_column(files, tmp_path):
+    # R's OPNB fitted on an unnamed matrix: the model knows no column names and no target
+    from pyopnb import OPNB, write_rds
+
+    tmp, d = files
+    write_rds(OPNB(d.X_train, d.y_train, ndim=2), tmp_path / "r.rds")
+    te = pd.DataFrame(d.X_test, columns=list(d.feature_names))
+    te["type"] = d.y_test
+    te.to_csv(tmp_path / "test.csv", index=False)
+    for cmd in (["predict", "r.rds", "test.csv", "--out", "p.csv"], ["plot", "r.rds", "--data", "test.csv",
+                                                                      "--out", "p.png"]):
+        r = run(*cmd, cwd=tmp_path)
+        assert r.returncode == 2
+        assert ("8 columns, but the model has 7 features and no column names (R fitted it on an unnamed matrix): "
+                "if 'type' is the label column, pass --target type") in r.stderr, r.stderr
+        assert not (tmp_path / cmd[-1]).exists()
+    r = run("predict", "r.rds", "test.csv", "--target", "type", "--out", "p.csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "accuracy" in r.stdout
+
+
+def test_a_named_model_without_a_target_says_which_column_to_leave_out(files, tmp_path):
+    from pyopnb import OPNB, write_rds
+
+    tmp, d = files
+    write_rds(OPNB(pd.DataFrame(d.X_train, columns=list(d.feature_names)), d.y_train, ndim=2), tmp_path / "r.rds")
+    te = pd.DataFrame(d.X_test, columns=list(d.feature_names))
+    te["type"] = d.y_test
+    te.to_csv(tmp_path / "test.csv", index=False)
+    r = run("predict", "r.rds", "test.csv", "--out", "p.csv", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "columns ['type'] are not among the model's features" in r.stderr
+    assert "pass --target type" in r.stderr

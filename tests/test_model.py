@@ -103,10 +103,24 @@ def test_predict_bad_input(model):
     bad[1, 4] = -np.inf
     with pytest.raises(ValueError, match=r"Xte has infinite values in column 4 \(1 row\)"):
         predict(model, bad)
-    with pytest.raises(ValueError, match="ndim must be from 1"):
+    with pytest.raises(ValueError, match=r"ndim must be from 1 to the model's columns, ncol\(V\) = 3, got 4"):
         predict(model, np.ones((3, 7)), ndim=4)
     with pytest.raises(ValueError, match="model must be an OPNBModel"):
         predict({"V": 1}, np.ones((3, 7)))
+    # one row given as a vector: say so, not "1 columns"
+    with pytest.raises(ValueError, match=r"Xte is one-dimensional \(7 values\) but the model has 7 features: "
+                                         r"pass rows as a 2-D array, one row as Xte.reshape\(1, -1\)"):
+        predict(model, np.ones(7))
+    np.testing.assert_array_equal(predict(model, np.ones((1, 7)))["posterior"],
+                                  predict(model, np.ones(7).reshape(1, -1))["posterior"])
+
+
+def test_lam_zero_fits_as_R_fits_it(pima):
+    # R's OPNB accepts lam = 0 (no penalty); only negative or infinite lam is refused
+    m0 = OPNB(pima.X_train, pima.y_train, ndim=2, lam=0.0, maxit=20)
+    m1 = OPNB(pima.X_train, pima.y_train, ndim=2, lam=1e-3, maxit=20)
+    assert m0.lam == 0.0 and np.isfinite(m0.fval)
+    assert m0.fval != m1.fval
 
 
 def test_dataframe_column_named_in_errors(pima):

@@ -175,3 +175,20 @@ def _scatters(ax):
     from matplotlib.collections import PathCollection
 
     return [c for c in ax.collections if isinstance(c, PathCollection)]
+
+
+def test_plot_is_Rs_function_however_it_is_imported(model):
+    # a lazy attribute would be replaced by the submodule once that is imported
+    import subprocess
+    import sys
+
+    code = ("import matplotlib; matplotlib.use('Agg'); import numpy as np; import pyopnb.plot; "
+            "from pyopnb import plot, OPNB; from pyopnb import *; "
+            "rng = np.random.default_rng(0); X = rng.normal(size=(40, 3)); y = np.repeat([0, 1], 20); "
+            "m = OPNB(X, y, ndim=2, maxit=3); "
+            "import pyopnb; assert callable(pyopnb.plot) and pyopnb.plot is plot; "
+            "from pyopnb.plot import plot as p2, class_styles; assert p2 is plot; "
+            "ax = plot(m); print(type(ax).__name__)")
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Axes"

@@ -144,3 +144,27 @@ def test_written_files_get_the_umask_mode(df_model, tmp_path, umask):
     os.chmod(tmp_path / "m.rds", 0o600)
     write_rds(df_model, tmp_path / "m.rds")
     assert (tmp_path / "m.rds").stat().st_mode & 0o777 == 0o600
+
+
+def test_files_that_are_not_a_model_say_what_to_save(tmp_path):
+    # an .RData workspace (save()) and the list OPNB_CV_lam returns, written as R writes them
+    import rdata
+
+    cv = tmp_path / "cv.rds"
+    _write_r_list(cv, {"model": [1.0], "cv_stats": [1.0, 0.8]}, None)
+    with pytest.raises(ValueError, match=r"the list OPNB_CV_lam returns .*saveRDS\(cv\$model"):
+        read_rds(cv)
+    plain = tmp_path / "v.rds"
+
+    class Holder:
+        pass
+
+    rdata.write_rds(plain, Holder(), constructor_dict={Holder: lambda _, conv: conv.convert_to_r_object(
+        np.arange(3.0))})
+    with pytest.raises(ValueError, match=r"a plain R object \(a numeric vector\), not an OPNB model"):
+        read_rds(plain)
+    rdata_file = tmp_path / "m.RData"
+    raw = gzip.decompress(plain.read_bytes())
+    rdata_file.write_bytes(gzip.compress(b"RDX3\n" + raw))
+    with pytest.raises(ValueError, match=r"an \.RData file \(R's save\(\)\).*saveRDS\(model"):
+        read_rds(rdata_file)

@@ -123,16 +123,15 @@ def _obj_results(what: str, source: str, args, nbin: int, ref: Dict) -> List[Res
 
 def _fit_results(what: str, source: str, m, ref: Dict, Xte=None, ref_pred=None, tol: Optional[Dict] = None,
                  note: str = "", class_changes: int = 0) -> List[Result]:
-    """A fit against R's: fval, V (up to column signs), h and the
-    posteriors within ``tol`` (FIT_FLOOR, or R's own spread: see
-    validation.fixtures.fit_tolerance); the data's statistics and labels
-    exactly."""
+    """A fit against R's: fval, V (signs included: the fit started where
+    R's did), h and the posteriors within ``tol`` (FIT_FLOOR, or R's own
+    spread: see validation.fixtures.fit_tolerance); the data's statistics
+    and labels exactly."""
     tol = dict(FIT_FLOOR) if tol is None else tol
     Vr = arr(ref["V"])
-    s = column_signs(m.V, Vr)
     out = [
         compare(f"{what} fval", source, m.fval, ref["fval"], tol["fval_rel"], 0, note),
-        compare(f"{what} V (up to column signs)", source, m.V * s, Vr, 0, tol["V_abs"], note),
+        compare(f"{what} V", source, m.V, Vr, 0, tol["V_abs"], note),
         compare(f"{what} h", source, m.h, arr(ref["h"]), max(1e-5, tol["V_abs"]), 0, note),
         compare(f"{what} PI", source, m.PI, arr(ref["PI"]), 1e-15, 0),
         compare(f"{what} mu", source, m.mu, arr(ref["mu"]), 1e-15, 0),
@@ -206,14 +205,33 @@ def _register_recorded() -> None:
         return out
     check("models/rds", RECORDED)(run_models)
 
+    def run_starts():
+        out = []
+        for name, V in r_starts()["starts"].items():
+            X, _, kw, _, _ = fit_call(name)
+            ref = arr(V)
+            ours = r_start(None, r_standardise(X, kw.get("scale", True))[2], None, ref.shape[1])
+            out.append(compare(f"{name}: default start", RECORDED, ours, ref, 0, 0, "bit for bit"))
+        fx = load("cv_pima")
+        X = arr(fx["inputs"]["X"])
+        folds = [np.asarray(f) - 1 for f in fx["inputs"]["folds"]]
+        sets = [np.concatenate([f for k, f in enumerate(folds) if k != j]) for j in range(len(folds))]
+        sets.append(np.concatenate(folds))
+        for j, (rows, V) in enumerate(zip(sets, r_starts()["cv_pima"])):
+            ref = arr(V)
+            ours = r_start(None, _scaled(X[rows]), None, ref.shape[1])
+            what = f"cv_pima fold {j + 1}'s fit" if j < len(folds) else "cv_pima refit"
+            out.append(compare(f"{what}: default start", RECORDED, ours, ref, 0, 0, "bit for bit"))
+        return out
+    check("start/the default start is R's recorded eigen(cov(Xs))$vectors", RECORDED)(run_starts)
+
     def run_cv():
         fx = load("cv_pima")
         i, out = fx["inputs"], fx["outputs"]
         X = arr(i["X"])
         folds = [np.asarray(f) - 1 for f in i["folds"]]
-        starts = [arr(v) for v in r_starts()["cv_pima"]]
-        V0 = _starts_by_data(X, folds, starts)
-        res = OPNB_CV_lam(X, np.asarray(i["y"]), folds, nlam=i["nlam"], ndim=i["ndim"], V0=V0)
+        # R's defaults: every fold's fit starts from the default start, R's
+        res = OPNB_CV_lam(X, np.asarray(i["y"]), folds, nlam=i["nlam"], ndim=i["ndim"])
         m = res["model"]
         spread = r_spread()["cv_pima"]
         tol = fit_tolerance({"fval_rel": spread["refit_fval_rel"]})
@@ -224,7 +242,7 @@ def _register_recorded() -> None:
                 compare("cv_pima cv_stats lam", RECORDED, res["cv_stats"][:, 0], arr(out["cv_stats"])[:, 0], 1e-15, 0),
                 compare("cv_pima selected lam", RECORDED, m.lam, out["lam"], 0, 0),
                 compare("cv_pima refit fval", RECORDED, m.fval, out["fval"], tol["fval_rel"], 0),
-                compare("cv_pima refit V", RECORDED, m.V * column_signs(m.V, arr(out["V"])), out["V"], 0, tol["V_abs"])]
+                compare("cv_pima refit V", RECORDED, m.V, out["V"], 0, tol["V_abs"])]
     check("cv/cv_pima", RECORDED)(run_cv)
 
 
@@ -250,20 +268,6 @@ def _check_kernel_constants():
 
 def _scaled(X: np.ndarray) -> np.ndarray:
     return r_standardise(X)[2]
-
-
-def _starts_by_data(X, folds, starts):
-    """A V0 giving R's recorded start for each training set OPNB_CV_lam fits."""
-    sets = [np.concatenate([f for k, f in enumerate(folds) if k != j]) for j in range(len(folds))]
-    sets.append(np.concatenate(folds))
-    keys = [_scaled(X[rows]) for rows in sets]
-
-    def V0(Xs, y, ndim):
-        for k, S in zip(keys, starts):
-            if k.shape == Xs.shape and np.array_equal(k, Xs):
-                return S[:, :ndim]
-        raise ValueError("no recorded R start for this training set")
-    return V0
 
 
 # ---------------------------------------------------------------------------
@@ -299,12 +303,44 @@ def _check_start():
         Xs = _scaled(X)
         nd = min(X.shape[1], 20)
         ours = r_start(None, Xs, np.ones(X.shape[0], dtype=int), nd)
-        ref = _r_eigen(Xs, nd)
-        # eigenvectors of repeated eigenvalues (a zeroed constant column) are not unique: compare the first
-        keep = slice(None) if np.ptp(X, axis=0).min() > 0 else slice(0, nd - 1)
-        out.append(compare(f"{name} start V (up to signs)", BASE_R, (ours * column_signs(ours, ref))[:, keep],
-                           ref[:, keep], 0, 1e-9))
+        out.append(compare(f"{name} start V", BASE_R, ours, _r_eigen(Xs, nd), 0, 0, "bit for bit"))
     return out
+
+
+@check("base/R's eigen on symmetric matrices, bit for bit", BASE_R, r_packages=())
+def _check_r_eigen():
+    """pyopnb._eigen.r_eigen against R's eigen: vectors to the bit (signs
+    included) on covariances of every structure MRRR treats apart: random,
+    zero columns (splits), repeated columns (clusters), binary and rounded
+    data (ties), orders 1 to 60. validation.eigen_signs measures thousands."""
+    from pyopnb._eigen import r_eigen
+
+    out = []
+    rng = np.random.default_rng(20261125)
+    for j in range(40):
+        d = int(rng.integers(1, 61))
+        X = rng.normal(size=(int(rng.integers(d + 2, 3 * d + 10)), d))
+        kind = j % 5
+        if kind == 1 and d > 1:
+            X[:, rng.choice(d, max(1, d // 5), replace=False)] = 1.0
+        elif kind == 2 and d > 1:
+            X[:, 0] = X[:, d - 1]
+        elif kind == 3:
+            X = (X > 0.8).astype(float)
+        elif kind == 4:
+            X = np.round(X)
+        A = _linalg_cov(_scaled(X))
+        rbridge.assign("A__", A)
+        vecs_r = np.asarray(rbridge.r("eigen(A__)$vectors")).reshape(d, d)
+        out.append(compare(f"{d} x {d}, {('random', 'zero columns', 'repeated column', 'binary', 'rounded')[kind]}",
+                           BASE_R, r_eigen(A)[1], vecs_r, 0, 0, "bit for bit"))
+    return out
+
+
+def _linalg_cov(Xs: np.ndarray) -> np.ndarray:
+    from pyopnb import _linalg
+
+    return _linalg.r_cov(np.ascontiguousarray(Xs), 1)
 
 
 @check("base/centring and scaling", BASE_R, r_packages=())
@@ -415,11 +451,59 @@ def _check_levels():
         lev_r = rbridge.strings("levels(as.factor(y__))")
         codes_r = np.asarray(rbridge.r("as.integer(as.factor(y__))"))
         lev, codes = factor(y)
-        as_r = [("TRUE" if v else "FALSE") if isinstance(v, (bool, np.bool_)) else
-                (f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)) for v in lev]
-        out.append(identical(f"{name} levels", BASE_R, as_r, list(lev_r)))
+        out.append(identical(f"{name} levels", BASE_R, level_text(lev), list(lev_r)))
         out.append(identical(f"{name} codes", BASE_R, list(codes + 1), [int(c) for c in codes_r]))
+    # R's collation on words of ASCII and accented letters, punctuation and spaces
+    from validation.record.record_r_labels import words
+
+    w = np.asarray(words(11, 1500), dtype=object)
+    rbridge.assign("w__", w)
+    out.append(identical("1500 random words: levels in R's order", BASE_R, list(factor(w)[0]),
+                         list(rbridge.strings("levels(as.factor(w__))"))))
+    # R's text for doubles (as.character), which a factor's levels and an RDS file hold
+    from validation.record.record_r_labels import DOUBLES
+
+    rbridge.assign("d__", np.asarray(DOUBLES))
+    out.append(identical("as.character of doubles", BASE_R, level_text(np.asarray(DOUBLES)),
+                         list(rbridge.strings("as.character(d__)"))))
     return out
+
+
+def _register_recorded_labels() -> None:
+    def run():
+        fx = load("r_labels")
+        w = np.asarray(fx["words"], dtype=object)
+        return [identical("as.character of doubles", RECORDED, level_text(np.asarray(fx["doubles"])),
+                          fx["as_character"]),
+                identical(f"{w.size} random words: levels in R's order ({fx['icu']} collation)", RECORDED,
+                          list(factor(w)[0]), fx["levels"])]
+    check("labels/R's level order and text", RECORDED)(run)
+
+    def run_int_model():
+        fx = load("r_labels")["int_model"]
+        m = read_rds(FIXTURES.parent / "models" / fx["file"])
+        from sklearn.datasets import load_iris
+
+        Xte = load_iris().data[fx["test_rows"]]
+        p = predict(m, Xte)
+        return [identical("an R model on integer labels reads back integer labels", RECORDED,
+                          [str(m.ynames.dtype.kind)], ["i"]),
+                identical("its predictions are R's classes", RECORDED, level_text(p["class"]), fx["class"]),
+                identical("and compare equal to the integer test labels", RECORDED,
+                          list(p["class"] == np.asarray(fx["y_test"])),
+                          [a == str(b) for a, b in zip(fx["class"], fx["y_test"])])]
+    check("labels/an R model on integer labels", RECORDED)(run_int_model)
+
+    def run_eigen():
+        from pyopnb._eigen import r_eigen
+
+        fx = load("r_eigen")
+        return [compare(f"case {j}: {len(c['A'])} x {len(c['A'])}", RECORDED, r_eigen(arr(c["A"]))[1],
+                        arr(c["vectors"]), 0, 0, "bit for bit") for j, c in enumerate(fx["cases"])]
+    check("start/R's eigen on recorded matrices, signs and bits", RECORDED)(run_eigen)
+
+
+_register_recorded_labels()
 
 
 @check("base/R's optim drives pyopnb's objective", BASE_R, r_packages=())
@@ -731,11 +815,8 @@ def _live_fits():
         m_te = min(50, X.shape[0])
         Xte = X[rng.permutation(X.shape[0])[:m_te]] + rng.normal(scale=0.1, size=(m_te, X.shape[1]))
         ref = _r_fit(X, labels, ndim, 1e-3, nbin, Xte)
-        # start where R starts (R's own eigen): its binned objective tells column
-        # signs apart, and even exact runs mirrored by a sign flip round
-        # differently and can stop elsewhere in a flat region
-        V0 = lambda Xs, y_, nd: _r_eigen(Xs, nd)  # noqa: E731
-        m = OPNB(X, labels, ndim=ndim, nbin=nbin, V0=V0)
+        # R's defaults on both sides: the default start is R's to the bit
+        m = OPNB(X, labels, ndim=ndim, nbin=nbin)
         what = f"random{j} n={X.shape[0]} p={X.shape[1]} ndim={ndim} " + ("exact" if nbin is None else "binned")
         results = _fit_results(what, LIVE, m, ref, Xte, ref)
         if not all(r.ok for r in results):
@@ -782,9 +863,12 @@ def _live_cv():
         return np.asarray(rbridge.r("cv__$cv_stats")), float(np.asarray(rbridge.r("cv__$model$fval")).ravel()[0])
 
     stats_r, fval_r = r_cv(X)
-    res = OPNB_CV_lam(X, y, folds, nlam=3, ndim=3, V0=lambda Xs, y_, nd: _r_eigen(Xs, nd))
+    res = OPNB_CV_lam(X, y, folds, nlam=3, ndim=3)  # R's defaults: each fold starts where R's does
+    with_r = OPNB_CV_lam(X, y, folds, nlam=3, ndim=3, V0="R")  # R's start computed by R, every fold
     out = [compare("cv_stats", LIVE, res["cv_stats"], stats_r, 1e-15, 0),
-           compare("refit fval", LIVE, res["model"].fval, fval_r, FIT_FLOOR["fval_rel"], 0)]
+           compare("refit fval", LIVE, res["model"].fval, fval_r, FIT_FLOOR["fval_rel"], 0),
+           compare("V0 = \"R\": the same cv_stats", LIVE, with_r["cv_stats"], res["cv_stats"], 0, 0, "bit for bit"),
+           compare("V0 = \"R\": the same refit", LIVE, with_r["model"].V, res["model"].V, 0, 0, "bit for bit")]
     if not all(r.ok for r in out):
         # R's own spread on these data (the recorder's perturbation) sets the tolerance
         from validation.record.record_r_spread import SEEDS, perturbed

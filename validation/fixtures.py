@@ -61,13 +61,15 @@ def fit_tolerance(spread: Dict[str, float]) -> Dict[str, float]:
 def r_starts() -> Dict[str, Any]:
     """R's own start projections (eigen(cov(Xs))$vectors), recorded with
     validation/record/record_r_starts.py: R's binned objective is not
-    symmetric under a column's sign flip, and eigenvector signs are each
-    LAPACK's own choice."""
+    symmetric under a column's sign flip, and the default start must give
+    these to the bit (pyopnb._eigen ports R's reference LAPACK path)."""
     return load("r_eigen_starts")
 
 
-def fit_call(name: str, use_r_start: bool = True):
-    """(X, y, kwargs for pyopnb.OPNB, outputs) of a fit fixture."""
+def fit_call(name: str, use_r_start: bool = False):
+    """(X, y, kwargs for pyopnb.OPNB, outputs) of a fit fixture: pyopnb's
+    default start (R's, to the bit), or R's recorded start passed as V0 with
+    ``use_r_start``."""
     fx = load(name)
     i = fx["inputs"]
     args = dict(i["args"] or {})

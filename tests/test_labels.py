@@ -1,0 +1,109 @@
+"""Labels as R codes them and writes them: level order, level text, types
+read back from R's files, and a Categorical's order kept through a
+cross-validation."""
+import gzip
+
+import numpy as np
+import pytest
+
+from pyopnb import OPNB, OPNB_CV_lam, opnb_journal_cv, predict, read_rds, write_rds
+from pyopnb.labels import factor, level_text, levels_from_text
+
+pd = pytest.importorskip("pandas", reason="pandas is not installed")
+
+
+def test_strings_sort_as_R_sorts_them():
+    # R 4.2 (ICU root collation): levels(as.factor(x)) for these words
+    words = ["b", "A", "a", "B", "a-b", "a_b", "élevé", "eleve", "zeta", "Zeta"]
+    r_order = ["a", "A", "a_b", "a-b", "b", "B", "eleve", "élevé", "zeta", "Zeta"]
+    levels, codes = factor(np.asarray(words, dtype=object))
+    assert list(levels) == r_order
+    assert [r_order[c] for c in codes] == words
+
+
+@pytest.mark.parametrize("value, text", [
+    (0.0, "0"), (1.0, "1"), (-2.5, "-2.5"), (0.5, "0.5"), (1 / 3, "0.333333333333333"), (0.1 + 0.2, "0.3"),
+    (1e5, "1e+05"), (100001.0, "100001"), (123456.0, "123456"), (1e-4, "1e-04"), (1e-3, "0.001"),
+    (1.5e-4, "0.00015"), (1e15, "1e+15"), (1234567.1, "1234567.1"), (2.0 ** 60, "1152921504606846976"), (1e16, "1e+16")])
+def test_doubles_are_written_as_R_writes_them(value, text):
+    assert level_text(np.array([value])) == [text]
+
+
+def test_level_text_of_every_type():
+    assert level_text(np.array([0, 1, 12])) == ["0", "1", "12"]
+    assert level_text(np.array([False, True])) == ["FALSE", "TRUE"]
+    assert level_text(np.array(["No", "Yes"], dtype=object)) == ["No", "Yes"]
+    assert level_text(np.array([0.0, 1.0])) == ["0", "1"]
+
+
+def test_levels_read_back_from_Rs_text():
+    assert levels_from_text(["1", "2", "10"]).dtype == np.int64
+    assert list(levels_from_text(["FALSE", "TRUE"])) == [False, True]
+    dbl = levels_from_text(["0.5", "1e+05"])
+    assert dbl.dtype == np.float64 and list(dbl) == [0.5, 1e5]
+    # text that is not exactly R's text of a number stays text
+    for text in (["01", "2"], ["1.0", "2"], ["a", "1"], ["1e5"], [" 1"]):
+        assert levels_from_text(text).dtype == object, text
+    # a named type wins
+    assert levels_from_text(["1", "2"], "character").dtype == object
+    assert levels_from_text(["1", "2"], "double").dtype == np.float64
+    with pytest.raises(ValueError, match="not one of integer"):
+        levels_from_text(["1"], "complex")
+
+
+def _rds_levels(path):
+    """The ynames an RDS file holds, as R reads them (strings)."""
+    import warnings
+
+    import rdata
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # rdata has no constructor for class "OPNB"
+        obj = rdata.conversion.convert(rdata.parser.parse_file(path))
+    return [str(v) for v in np.ravel(np.asarray(obj["ynames"]))]
+
+
+@pytest.mark.parametrize("labels, text", [
+    (np.array([0.0, 1.0]), ["0", "1"]), (np.array([False, True]), ["FALSE", "TRUE"]),
+    (np.array([0.5, 100000.0]), ["0.5", "1e+05"]), (np.array([3, 7]), ["3", "7"])])
+def test_rds_files_hold_Rs_level_text(pima, tmp_path, labels, text):
+    y = labels[(pima.y_train == "Yes").astype(int)]
+    m = OPNB(pima.X_train, y, ndim=2)
+    write_rds(m, tmp_path / "m.rds")
+    assert _rds_levels(tmp_path / "m.rds") == text
+    back = read_rds(tmp_path / "m.rds")
+    assert back.ynames.dtype == m.ynames.dtype and list(back.ynames) == list(m.ynames)
+
+
+def test_an_R_saved_model_reads_its_labels_in_their_type():
+    # R's own OPNB on iris with integer labels 1, 2, 3, saved by saveRDS: R
+    # keeps only the levels' text ("1", "2", "3")
+    from sklearn.datasets import load_iris
+
+    from validation.fixtures import FIXTURES, load
+
+    fx = load("r_labels")["int_model"]
+    m = read_rds(FIXTURES.parent / "models" / fx["file"])
+    assert m.ynames.dtype == np.int64 and list(m.ynames) == [1, 2, 3]
+    p = predict(m, load_iris().data[fx["test_rows"]])
+    assert level_text(p["class"]) == fx["class"]
+    assert (p["class"] == np.asarray(fx["y_test"])).mean() > 0.9
+
+
+@pytest.mark.parametrize("cv", ["R", "journal"])
+def test_cross_validation_keeps_a_categoricals_level_order(pima, cv):
+    y = pd.Categorical(pima.y_train, categories=["Yes", "No"])
+    direct = OPNB(pima.X_train, y, ndim=2)
+    assert list(direct.ynames) == ["Yes", "No"]
+    if cv == "R":
+        res = OPNB_CV_lam(pima.X_train, y, 3, nlam=1, ndim=2)
+    else:
+        res = opnb_journal_cv(pima.X_train, y, 3, gamma=[1.0], ndim=[2])
+    assert list(res["model"].ynames) == ["Yes", "No"]
+    post = predict(res["model"], pima.X_test)["posterior"]
+    # column 0 is "Yes": the rows predicted Yes have the larger first column
+    cls = predict(res["model"], pima.X_test)["class"]
+    assert np.all((post[:, 0] > post[:, 1]) == (cls == "Yes"))
+    # plain labels keep their type and R's order through a cross-validation
+    res2 = OPNB_CV_lam(pima.X_train, (pima.y_train == "Yes").astype(int), 3, nlam=1, ndim=2)
+    assert res2["model"].ynames.dtype == np.int64 and list(res2["model"].ynames) == [0, 1]
