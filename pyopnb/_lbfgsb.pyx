@@ -596,6 +596,11 @@ cdef class _Problem:
         if not isfinite(fv):
             # R's optim: "L-BFGS-B needs finite values of 'fn'"
             raise FloatingPointError("L-BFGS-B needs finite values of 'fn'")
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            if not isfinite(gv[i]):
+                # R's optim checks the gradient too (its fmingr)
+                raise FloatingPointError("non-finite value supplied by optim")
         g[:] = gv
         return fv
 
@@ -611,8 +616,9 @@ def minimize(fg, x0, int m=5, double factr=1e7, double pgtol=0.0, int maxit=100,
     factr * eps, or the gradient's largest entry <= pgtol) with code 0; past
     ``maxit`` iterations with code 1 (so x is iterate maxit + 1, as R's
     driver counts); when the line search cannot progress from an empty
-    memory with code 52 (x is then the last iterate). A value that is not
-    finite raises FloatingPointError, as optim stops with an error.
+    memory with code 52 (x is then the last iterate). A value or a gradient
+    entry that is not finite raises FloatingPointError, as optim stops with
+    an error.
 
     Returns a dict: x, f, g, convergence (R's code), iterations, evaluations,
     message.

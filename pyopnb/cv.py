@@ -175,7 +175,10 @@ def OPNB_CV_lam(
     ``factor`` may be given by that name, as in R. ``maxit``: each fit's
     L-BFGS-B iteration limit. The inner fits' convergence warnings come as
     one, counted. ``progress=True`` draws a progress bar over lam values and
-    folds on stderr.
+    folds on stderr. Every fit starts where R's does: by default from R's
+    start (``eigen(cov(Xs))``, to the bit), ``V0="R"`` computes it in R for
+    every fold, and a function ``V0(Xs, y, ndim)`` is called for every fold
+    (a matrix would be one start for different data).
 
     Returns ``{"model": OPNBModel, "cv_stats": (nlam, 2) array [lam, accuracy]}``.
     """

@@ -51,8 +51,9 @@ def OPNB(
 
     Steps (R OPNB 1.0): labels to factor levels; centre by column means; divide
     by column sds (n - 1; a column with sd < 1e-20 is zeroed) when ``scale``;
-    priors n_k / n; start V = the first ``ndim`` eigenvectors of cov (or
-    ``V0(Xs, y, ndim)``); bandwidth 1 for every class; maximise
+    priors n_k / n; start V = the first ``ndim`` eigenvectors of cov, R's
+    ``eigen(cov(Xs))$vectors`` to the bit (or ``V0(Xs, y, ndim)``); bandwidth
+    1 for every class; maximise
     ``l(V) - lam * pen(V)`` (pen = sum(V^2), or sum_t v_t' C(Xs, y) v_t) with
     L-BFGS-B (memory 5, at most ``maxit`` iterations, factr 1e7, pgtol 0); order the
     columns greedily by l; normalise columns (bandwidths h_k / ||v_t||) and
@@ -62,8 +63,15 @@ def OPNB(
     ----------
     X : (n, d) array-like or DataFrame. y : (n,) labels of any kind.
     ndim : columns of V, 1..d (default min(d, 20)). R fails at ndim = 1; we do not.
-    lam : penalty, > 0. V0 : None, a function (Xs, y_codes, ndim) -> (d, ndim),
-    or a (d, ndim) matrix. scale : scale columns to unit sd.
+    lam : penalty, >= 0. With lam = 0 (R accepts it) nothing bounds V's
+        scale: R's own fits then usually stop on a non-finite value in
+        FKSUM's sums and keep their start, with a warning; pyopnb's sums
+        stay finite and the fit goes on.
+    V0 : None (R's start), "R" (R's start computed by R through rpy2, for
+        an R whose LAPACK is not the reference one), a function
+        (Xs, y_codes, ndim) -> (d, ndim) with y_codes 1-based, or a
+        (d, ndim) matrix.
+    scale : scale columns to unit sd.
     nbin : bins per projected column, or None for exact sums.
     C : None or a function (Xs, y_codes) -> symmetric (d, d) penalty matrix.
     correct : optimise the paper's objective (priors once) instead of R's

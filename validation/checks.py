@@ -884,6 +884,39 @@ def _live_cv():
     return out
 
 
+@check("live/moving from R: the manual's example, labels R compares", LIVE, r_packages=("OPNB",))
+def _live_from_R():
+    """What a user moving an R workflow meets: the manual's example (OPNB on
+    Pima.tr with R's defaults) from pyopnb's defaults; and a model on
+    numeric, logical and integer labels, saved by write_rds, compares equal
+    to R's own labels in R."""
+    import tempfile
+    from pathlib import Path
+
+    from pyopnb.datasets import load_pima
+    from pyopnb.rio import write_rds
+
+    d = load_pima()
+    out = []
+    ref = _r_fit(d.X_train, d.y_train, 7, 1e-3, 1000, d.X_test)
+    out += _fit_results("the manual's example: OPNB(Pima.tr) with R's defaults", LIVE, OPNB(d.X_train, d.y_train),
+                        ref, d.X_test, ref, fit_tolerance(r_spread()["fits"]["fit_pima_default"]))
+    yes = d.y_train == "Yes"
+    for what, labels, r_labels in (("double labels 0 and 1", yes.astype(float), "as.numeric(yte__ == 'Yes')"),
+                                   ("logical labels", yes, "yte__ == 'Yes'"),
+                                   ("integer labels", yes.astype(int), "as.integer(yte__ == 'Yes')")):
+        m = OPNB(d.X_train, labels, ndim=2)
+        ours = float(np.mean(predict(m, d.X_test)["class"] == (d.y_test == "Yes").astype(labels.dtype)))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = (Path(tmp) / "m.rds").as_posix()
+            write_rds(m, path)
+            rbridge.assign("Xte__", d.X_test)
+            rbridge.assign("yte__", np.asarray(d.y_test, dtype=object))
+            acc_r = float(np.asarray(rbridge.r(f"mean(predict(readRDS('{path}'), Xte__)$class == ({r_labels}))"))[0])
+        out.append(compare(f"{what}: R's accuracy with R's labels is pyopnb's", LIVE, acc_r, ours, 0, 0))
+    return out
+
+
 @check("live/saved R models: readRDS + predict.OPNB", LIVE, r_packages=("OPNB",))
 def _live_models():
     rbridge.load_packages("OPNB")
