@@ -1868,9 +1868,114 @@ static void rl_dlaev2(double a, double b, double c, double* rt1, double* rt2, do
     }
 }
 
-/* dstemr (jobz 'V', range 'A', tryrac) without its final refinement of the
- * eigenvalues (dlarrj), which moves no vector: eigenvalues w [n] ascending
- * and vectors z [n, n] (column-major) of the tridiagonal (d, e). d and e are
+/* dlarrj: bisection refinement of eigenvalues ifirst..ilast of T itself
+ * (D, E2 = e^2, 1-based), for relative accuracy. W, WERR indexed i - offset;
+ * WORK [2n], IWORK [2n]. */
+static void rl_dlarrj(int n, const double* D, const double* E2, int ifirst, int ilast, double rtol, int offset,
+                      double* W, double* WERR, double* WORK, int* IWORK, double pivmin, double spdiam) {
+    int maxitr, i1, i2, nint, prev, i, k, ii, cnt, j, savi1, iter, olnint, p, next;
+    double left, mid, right, width, tmp, fac, s, dplus;
+    if (n <= 0) return;
+    maxitr = (int)((log(spdiam + pivmin) - log(pivmin)) / log(2.0)) + 2;
+    i1 = ifirst;
+    i2 = ilast;
+    nint = 0;
+    prev = 0;
+    for (i = i1; i <= i2; i++) {
+        k = 2 * i;
+        ii = i - offset;
+        left = W[ii] - WERR[ii];
+        mid = W[ii];
+        right = W[ii] + WERR[ii];
+        width = right - mid;
+        tmp = rl_max(fabs(left), fabs(right));
+        if (width < rtol * tmp) {
+            IWORK[k - 1] = -1;
+            if (i == i1 && i < i2) i1 = i + 1;
+            if (prev >= i1 && i <= i2) IWORK[2 * prev - 1] = i + 1;
+        } else {
+            prev = i;
+            fac = 1.0;
+            for (;;) {
+                cnt = 0;
+                s = left;
+                dplus = D[1] - s;
+                if (dplus < 0.0) cnt++;
+                for (j = 2; j <= n; j++) {
+                    dplus = D[j] - s - E2[j - 1] / dplus;
+                    if (dplus < 0.0) cnt++;
+                }
+                if (cnt > i - 1) { left = left - WERR[ii] * fac; fac = 2.0 * fac; } else break;
+            }
+            fac = 1.0;
+            for (;;) {
+                cnt = 0;
+                s = right;
+                dplus = D[1] - s;
+                if (dplus < 0.0) cnt++;
+                for (j = 2; j <= n; j++) {
+                    dplus = D[j] - s - E2[j - 1] / dplus;
+                    if (dplus < 0.0) cnt++;
+                }
+                if (cnt < i) { right = right + WERR[ii] * fac; fac = 2.0 * fac; } else break;
+            }
+            nint++;
+            IWORK[k - 1] = i + 1;
+            IWORK[k] = cnt;
+        }
+        WORK[k - 1] = left;
+        WORK[k] = right;
+    }
+    savi1 = i1;
+    iter = 0;
+    do {
+        prev = i1 - 1;
+        i = i1;
+        olnint = nint;
+        for (p = 1; p <= olnint; p++) {
+            k = 2 * i;
+            ii = i - offset;
+            next = IWORK[k - 1];
+            left = WORK[k - 1];
+            right = WORK[k];
+            mid = 0.5 * (left + right);
+            width = right - mid;
+            tmp = rl_max(fabs(left), fabs(right));
+            if (width < rtol * tmp || iter == maxitr) {
+                nint--;
+                IWORK[k - 1] = 0;
+                if (i1 == i) i1 = next;
+                else if (prev >= i1) IWORK[2 * prev - 1] = next;
+                i = next;
+                continue;
+            }
+            prev = i;
+            cnt = 0;
+            s = mid;
+            dplus = D[1] - s;
+            if (dplus < 0.0) cnt++;
+            for (j = 2; j <= n; j++) {
+                dplus = D[j] - s - E2[j - 1] / dplus;
+                if (dplus < 0.0) cnt++;
+            }
+            if (cnt <= i - 1) WORK[k - 1] = mid;
+            else WORK[k] = mid;
+            i = next;
+        }
+        iter++;
+    } while (nint > 0 && iter <= maxitr);
+    for (i = savi1; i <= ilast; i++) {
+        k = 2 * i;
+        ii = i - offset;
+        if (IWORK[k - 1] == 0) {
+            W[ii] = 0.5 * (WORK[k - 1] + WORK[k]);
+            WERR[ii] = WORK[k] - W[ii];
+        }
+    }
+}
+
+/* dstemr (jobz 'V', range 'A', tryrac): eigenvalues w [n] ascending and
+ * vectors z [n, n] (column-major) of the tridiagonal (d, e). d and e are
  * overwritten. Returns 0, or LAPACK's nonzero info (dsyevr then falls back to
  * dstebz and dstein, which this port does not follow). */
 static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
@@ -1878,7 +1983,7 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
     double smlnum = safmin / eps, bignum = 1.0 / smlnum, rmin = sqrt(smlnum),
            rmax = rl_min(sqrt(bignum), 1.0 / sqrt(sqrt(safmin))), scale = 1.0, tnrm, thresh, rtol1, rtol2, r1, r2,
            cs, sn, tmp;
-    double *D = d - 1, *E = e - 1, *buf, *E2, *WORK, *GERS, *Wl, *WERR, *WGAP;
+    double *D = d - 1, *E = e - 1, *buf, *E2, *WORK, *GERS, *Wl, *WERR, *WGAP, *Dcopy;
     int *ibuf, *ISUPPZ, *IWORK, i, j, jj, info, yesrel;
     rl_spectrum sp;
     if (n == 0) return 0;
@@ -1901,6 +2006,7 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
     if (scale != 1.0) {
         for (i = 1; i <= n; i++) D[i] = scale * D[i];
         for (i = 1; i <= n - 1; i++) E[i] = scale * E[i];
+        tnrm = tnrm * scale;
     }
     /* dlarrr: does T warrant relative accuracy (scaled diagonal dominance)? */
     {
@@ -1916,7 +2022,7 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
         }
     }
     thresh = yesrel ? eps : -eps;
-    buf = (double*)malloc(sizeof(double) * (size_t)(n * 20 + 20));
+    buf = (double*)malloc(sizeof(double) * (size_t)(n * 21 + 21));
     ibuf = (int*)malloc(sizeof(int) * (size_t)(n * 12 + 12));
     if (!buf || !ibuf) { free(buf); free(ibuf); return -100; }
     E2 = buf;                 /* [n] */
@@ -1925,6 +2031,8 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
     WERR = Wl + n + 1;        /* [n] */
     WGAP = WERR + n + 1;      /* [n] */
     WORK = WGAP + n + 1;      /* [12n] */
+    Dcopy = WORK + 12 * n + 1; /* [n]: T's diagonal, for dlarrj */
+    for (i = 1; i <= n; i++) Dcopy[i] = D[i];
     ISUPPZ = ibuf;            /* [2n] */
     IWORK = ibuf + 2 * n + 1; /* [7n] */
     sp.isplit = IWORK + 7 * n + 1 - 1; /* 1-based views over the remaining ints */
@@ -1943,6 +2051,22 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
     info = rl_dlarrv(n, sp.vl, D, E, sp.pivmin, sp.isplit, sp.m, minrgp, rtol1, rtol2, Wl, WERR, WGAP, sp.iblock,
                      sp.indexw, GERS, z, n, ISUPPZ, WORK, IWORK);
     if (info != 0) { free(buf); free(ibuf); return 20 + abs(info); }
+    if (yesrel) {
+        /* the eigenvalues refined for relative accuracy on T itself */
+        int jblk, ibegin = 1, wbegin = 1, iend, in, wend;
+        for (jblk = 1; jblk <= sp.iblock[sp.m]; jblk++) {
+            iend = sp.isplit[jblk];
+            in = iend - ibegin + 1;
+            wend = wbegin - 1;
+            while (wend < sp.m && sp.iblock[wend + 1] == jblk) wend++;
+            if (wend < wbegin) { ibegin = iend + 1; continue; }
+            rl_dlarrj(in, &Dcopy[ibegin - 1], &E2[ibegin - 1], sp.indexw[wbegin], sp.indexw[wend],
+                      4.0 * eps, sp.indexw[wbegin] - 1, &Wl[wbegin - 1], &WERR[wbegin - 1], &WORK[0], &IWORK[0],
+                      sp.pivmin, tnrm);
+            ibegin = iend + 1;
+            wbegin = wend + 1;
+        }
+    }
     if (scale != 1.0) for (i = 1; i <= sp.m; i++) Wl[i] = Wl[i] * (1.0 / scale);
     if (sp.nsplit > 1) {
         for (j = 1; j <= sp.m - 1; j++) {
