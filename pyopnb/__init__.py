@@ -19,7 +19,6 @@ if _find_spec("pyopnb._ksum") is None:
         f"--inplace`) in the repository's root, or run Python from another folder to use the installed pyopnb.")
 
 from .cv import OPNB_CV_lam, opnb_journal_cv  # noqa: E402
-from .exceptions import ConvergenceWarning  # noqa: E402
 from .fitting import OPNB, opnb_journal  # noqa: E402
 from .ksum import fk_sum, kernel_integral  # noqa: E402
 from .model import OPNBModel, predict  # noqa: E402
@@ -36,7 +35,11 @@ __all__ = ["OPNB", "OPNBModel", "OPNB_CV_lam", "OPNBClassifier", "ConvergenceWar
 
 
 def __getattr__(name: str):
-    # scikit-learn loads only when the estimator is asked for
+    # scikit-learn loads only when the estimator or the warning's class is asked for
+    if name == "ConvergenceWarning":
+        from .exceptions import convergence_warning
+
+        return convergence_warning()
     if name == "OPNBClassifier":
         from .estimator import OPNBClassifier
 

@@ -30,23 +30,64 @@ def _first_bad_column(bad: np.ndarray, names: Optional[Sequence[str]]) -> Tuple[
     return (f"'{names[j]}'" if names else str(j)), rows_text(int(bad[:, j].sum()))
 
 
+def _frame(X: Any, name: str = "X") -> Any:
+    """X as a narwhals DataFrame when it is a dataframe of any library narwhals
+    reads (pandas, polars, pyarrow, modin, cuDF, ...), else None. Every
+    dataframe is read here, through that one well-kept library. Repeated
+    column names are an error that names them: columns are matched by name."""
+    if isinstance(X, (np.ndarray, list, tuple)) or np.isscalar(X):
+        return None
+    raw = getattr(X, "columns", None)
+    if raw is None:
+        raw = getattr(X, "column_names", None)  # a pyarrow Table
+    if raw is not None and not callable(raw):
+        seen: set = set()
+        dup = sorted({str(c) for c in raw if c in seen or seen.add(c)})
+        if dup:
+            raise ValueError(f"{name} has repeated column names {dup[:5]}: columns are matched by name, so each "
+                             f"must be unique")
+    import narwhals as nw
+
+    frame = nw.from_native(X, eager_only=True, pass_through=True)
+    return frame if isinstance(frame, nw.DataFrame) else None
+
+
+def frame_matrix(X: Any, name: str) -> Optional[Tuple[np.ndarray, Tuple[Any, ...]]]:
+    """A dataframe of any library as (float64 matrix, its column names as the
+    frame has them), or None when X is no dataframe. Non-numeric columns are
+    an error naming them (booleans read as 0/1), and missing values of every
+    kind (NaN, None, pd.NA, null) become NaN, for the caller to name."""
+    frame = _frame(X, name)
+    if frame is None:
+        return None
+    import narwhals as nw
+
+    schema = frame.schema
+    text = [str(c) for c, dt in schema.items() if not (dt.is_numeric() or dt == nw.Boolean)]
+    if text:
+        raise ValueError(f"{name} has non-numeric columns {text[:5]}: encode them as numbers first "
+                         f"(one-hot encoding, for example)")
+    columns = list(frame.columns)
+    if not columns:
+        return np.empty((len(frame), 0)), ()
+    numeric = frame.select([nw.col(c).cast(nw.Float64) for c in columns])
+    return np.asarray(numeric.to_numpy(), dtype=np.float64), tuple(columns)
+
+
 def check_X(X: Any, name: str, d: Optional[int] = None, expected: Optional[Sequence[str]] = None) -> np.ndarray:
     """A finite float64 matrix, C-contiguous; errors name the first bad column.
 
-    A DataFrame's non-numeric columns are refused by name, its missing
-    values (NaN, None, pd.NA) are called missing and infinite ones
-    infinite. With ``expected`` (the training columns' names) a DataFrame's
-    columns are matched by name, in any order (see :func:`feature_order`).
+    A dataframe's (of any library) non-numeric columns are refused by name,
+    its missing values (NaN, None, pd.NA, null) are called missing and
+    infinite ones infinite. With ``expected`` (the training columns' names)
+    a dataframe's columns are matched by name, in any order (see
+    :func:`feature_order`).
     """
     names = column_names(X)
     pd = sys.modules.get("pandas")
-    if pd is not None and isinstance(X, pd.DataFrame):
-        text = [str(c) for c, dt in zip(X.columns, X.dtypes)
-                if not (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt))]
-        if text:
-            raise ValueError(f"{name} has non-numeric columns {text[:5]}: encode them as numbers first "
-                             f"(one-hot encoding, for example)")
-        Xa = X.to_numpy(dtype=np.float64, na_value=np.nan)
+    framed = frame_matrix(X, name)
+    if framed is not None:
+        Xa = framed[0]
     else:
         try:
             Xa = np.asarray(X, dtype=np.float64)
@@ -159,11 +200,11 @@ def as_positive_scalar(value: Any, name: str, why: str = "") -> float:
 
 
 def column_names(X: Any) -> Optional[Tuple[str, ...]]:
-    """The column names of a DataFrame (as strings), or None for arrays."""
-    cols = getattr(X, "columns", None)
-    if cols is None:
-        return None
-    return tuple(str(c) for c in cols)
+    """The column names of a dataframe of any library (as strings), or None
+    for arrays. Repeated names are an error naming them: columns are matched
+    by name."""
+    frame = _frame(X)
+    return None if frame is None else tuple(str(c) for c in frame.columns)
 
 
 def feature_order(names: Sequence[str], expected: Sequence[str], name: str,
@@ -214,14 +255,46 @@ def align_columns(X: np.ndarray, names: Optional[Sequence[str]], expected: Optio
     return np.ascontiguousarray(out)
 
 
+def _as_named(X: Any, name: str, expected: Optional[Sequence[str]] = None) -> Any:
+    """A dataframe of any library as a pandas one of float columns (what
+    scikit-learn's bookkeeping of feature names reads), its columns put in
+    the ``expected`` order by name when given; anything else as it is. Names
+    that are not all strings stay unrecorded, as scikit-learn has them."""
+    framed = frame_matrix(X, name)
+    if framed is None:
+        return X
+    import pandas as pd
+
+    M, names = framed
+    if not all(isinstance(c, str) for c in names):
+        return M
+    if expected is not None:
+        M = M[:, feature_order(names, expected, name)]
+        names = tuple(expected)
+    return pd.DataFrame(M, columns=list(names), copy=False)
+
+
+def estimator_data(estimator: Any, X: Any) -> np.ndarray:
+    """Test data for a fitted estimator, one way for every estimator: a
+    dataframe of any library matched to the training columns by name, in
+    any order (an error names what is missing or extra), an array by
+    position; float64, checked by scikit-learn's validation."""
+    from sklearn.utils.validation import check_is_fitted, validate_data
+
+    check_is_fitted(estimator)
+    return validate_data(estimator, _as_named(X, "X", getattr(estimator, "feature_names_in_", None)),
+                         dtype=np.float64, reset=False)
+
+
 def fit_data(estimator: Any, X: Any, y: Any) -> Tuple[np.ndarray, np.ndarray]:
     """A scikit-learn classifier's fit input: X as float64 (checked, n_features_in_
-    and feature_names_in_ set), ``classes_`` set, and y as codes 0..K-1 in
+    and feature_names_in_ set from a dataframe of any library, whose column
+    names must be unique), ``classes_`` set, and y as codes 0..K-1 in
     ``classes_`` order; at least two classes."""
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import validate_data
 
-    X, y = validate_data(estimator, X, y, dtype=np.float64, ensure_min_samples=2)
+    X, y = validate_data(estimator, _as_named(X, "X"), y, dtype=np.float64, ensure_min_samples=2)
     check_classification_targets(y)
     estimator.classes_, codes = np.unique(y, return_inverse=True)
     if estimator.classes_.size < 2:

@@ -8,8 +8,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from . import exceptions
 from ._validation import as_positive_scalar, check_lam, check_ndim, check_X, label_text
-from .exceptions import ConvergenceWarning
 from .fitting import OPNB, opnb_journal
 from .labels import factor_values
 from .model import OPNBModel, predict
@@ -73,7 +73,7 @@ def _n_jobs(n_jobs: Any, cores: Any) -> int:
     from ._threads import available_cores
 
     if cores is not None:
-        warnings.warn("cores is deprecated: use n_jobs (processes, as scikit-learn names them)", DeprecationWarning,
+        warnings.warn("cores is deprecated: use n_jobs (processes, as scikit-learn names them)", FutureWarning,
                       stacklevel=3)
         if n_jobs is None:
             n_jobs = cores
@@ -105,11 +105,11 @@ class _Progress:
 def _fit_quietly(fn: Callable[..., OPNBModel], *args: Any, **kwargs: Any) -> Tuple[OPNBModel, List[str]]:
     """fn's model, and the convergence warnings it gave (other warnings pass on)."""
     with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always", ConvergenceWarning)
+        warnings.simplefilter("always", exceptions.ConvergenceWarning)
         model = fn(*args, **kwargs)
     notes = []
     for w in rec:
-        if issubclass(w.category, ConvergenceWarning):
+        if issubclass(w.category, exceptions.ConvergenceWarning):
             notes.append(str(w.message).split(": ", 1)[-1])
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -121,7 +121,7 @@ def _warn_once(caller: str, notes: List[str], fits: int) -> None:
     if notes:
         kinds = "; ".join(f"{k} of them: {note}" for note, k in Counter(notes).most_common())
         warnings.warn(f"{caller}: {len(notes)} of {fits} fits did not end as they should. {kinds}",
-                      ConvergenceWarning, stacklevel=3)
+                      exceptions.ConvergenceWarning, stacklevel=3)
 
 
 def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress] = None,

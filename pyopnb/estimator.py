@@ -6,9 +6,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import column_names, feature_order, fit_data
+from ._validation import check_ndim, estimator_data, fit_data
 from .fitting import fit
 from .formulation import Formulation, corrected, formulation
 from .model import OPNBModel, predict, projection, staged_log_joint
@@ -100,7 +99,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         name = self.formulation
         if self.correct is not None:
             warnings.warn("OPNBClassifier(correct=True) is deprecated: use formulation='correct'",
-                          DeprecationWarning, stacklevel=3)
+                          FutureWarning, stacklevel=3)
             if self.correct:
                 name = corrected(name)
         given = {k: getattr(self, k) for k in ("lam", "scale", "C", "gamma", "prescale", "V0")
@@ -110,25 +109,21 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     def fit(self, X: Any, y: Any) -> "OPNBClassifier":
         """Fit the projection and the class densities."""
         X, codes = fit_data(self, X, y)
-        ndim = self.ndim
-        if ndim is not None and ndim > X.shape[1]:
-            raise ValueError(f"ndim = {ndim} exceeds n_features = {X.shape[1]} of X")
+        ndim = None if self.ndim is None else check_ndim(self.ndim, X.shape[1], "n_features")
         self.formulation_ = self._formulation()
         # codes 0..K-1 keep the model's class order that of classes_
         self.model_: OPNBModel = fit(X, codes, self.formulation_, ndim=ndim, nbin=self.nbin, maxit=self.maxit,
                                      threads=self.threads, caller="OPNBClassifier")
+        # the model is the estimator's: its labels and their type, its columns' names
+        self.model_.ynames = np.asarray(self.classes_)
+        names = getattr(self, "feature_names_in_", None)
+        self.model_.feature_names = None if names is None else tuple(str(c) for c in names)
         self._n_features_out = self.model_.ndim
         return self
 
     def _validate_test(self, X: Any) -> np.ndarray:
-        """X as a float matrix, a DataFrame's columns put in the training order by name."""
-        check_is_fitted(self)
-        names, expected = column_names(X), getattr(self, "feature_names_in_", None)
-        if names is not None and expected is not None:
-            pos = feature_order(names, expected, "X")
-            if not np.array_equal(pos, np.arange(len(names))):
-                X = X.iloc[:, pos]
-        return validate_data(self, X, dtype=np.float64, reset=False)
+        """X as a float matrix, a dataframe's columns put in the training order by name."""
+        return estimator_data(self, X)
 
     def _predict(self, X: Any) -> dict:
         X = self._validate_test(X)  # checks that the estimator is fitted

@@ -1,13 +1,37 @@
-"""pyopnb's warnings."""
+"""pyopnb's warnings.
+
+``ConvergenceWarning`` subclasses scikit-learn's own
+(``sklearn.exceptions.ConvergenceWarning``), so that a filter on
+scikit-learn's category silences pyopnb's too, and RuntimeWarning, as it
+did before. The class is made on first use, so that importing pyopnb does
+not import scikit-learn (0.7 s): ``pyopnb.ConvergenceWarning`` and
+``pyopnb.exceptions.ConvergenceWarning`` are that class.
+"""
 from __future__ import annotations
+
+from functools import lru_cache
 
 __all__ = ["ConvergenceWarning"]
 
 
-class ConvergenceWarning(RuntimeWarning):
-    """L-BFGS-B ended a fit without converging where that is not the
-    formulation's normal end: the iteration limit (R's optim code 1) or a
-    failed line search (code 52) with an exact gradient. R's binned
-    objective ends with code 52 as a matter of course (its gradient is not
-    the derivative of its binned value) and does not warn. The model's
-    ``convergence`` keeps the code either way."""
+@lru_cache(maxsize=None)
+def convergence_warning() -> type:
+    """The ConvergenceWarning class (made once)."""
+    from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
+
+    class ConvergenceWarning(SklearnConvergenceWarning, RuntimeWarning):
+        """L-BFGS-B ended a fit without converging where that is not the
+        formulation's normal end: the iteration limit (R's optim code 1) or a
+        failed line search (code 52) with an exact gradient. R's binned
+        objective ends with code 52 as a matter of course (its gradient is
+        not the derivative of its binned value) and does not warn. The
+        model's ``convergence`` keeps the code either way."""
+
+    ConvergenceWarning.__module__ = "pyopnb"
+    return ConvergenceWarning
+
+
+def __getattr__(name: str):
+    if name == "ConvergenceWarning":
+        return convergence_warning()
+    raise AttributeError(f"module 'pyopnb.exceptions' has no attribute {name!r}")

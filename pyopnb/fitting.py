@@ -16,9 +16,8 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _lbfgsb, _linalg, _threads
+from . import _lbfgsb, _linalg, _threads, exceptions
 from ._validation import as_nbin, check_maxit, check_ndim, check_X, column_names
-from .exceptions import ConvergenceWarning
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
 from .labels import factor
 from .model import OPNBModel
@@ -189,6 +188,10 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     warns.
     """
     Xa = check_X(X, "X")
+    if not Xa.flags.owndata or Xa is X:
+        # a kernel naive Bayes model is its training data: the caller's array,
+        # changed later, must not change the model's predictions
+        Xa = Xa.copy()
     n, d = Xa.shape
     levels, codes = factor(y)
     if codes.size != n:
@@ -239,9 +242,10 @@ def _optimise(obj: _Objective, V: np.ndarray, maxit: int, callback: Optional[Cal
     except FloatingPointError as exc:
         # R's OPNB: "Numerical errors occurred with settings provided, returning initial solution"
         warnings.warn(f"{caller}: the optimisation failed ({exc}); the model keeps the start projection, as R's "
-                      f"OPNB does. Try " + form.advice(nbin) + ".", ConvergenceWarning, stacklevel=4)
+                      f"OPNB does. Try " + form.advice(nbin) + ".", exceptions.ConvergenceWarning,
+                      stacklevel=4)
         return V, 52
     note = form.convergence_note(res["convergence"], nbin, maxit)
     if note is not None:
-        warnings.warn(f"{caller}: {note}", ConvergenceWarning, stacklevel=4)
+        warnings.warn(f"{caller}: {note}", exceptions.ConvergenceWarning, stacklevel=4)
     return obj.unflat(res["x"]), res["convergence"]

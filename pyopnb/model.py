@@ -115,9 +115,16 @@ def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndi
 
 
 def check_model(model: Any) -> OPNBModel:
+    """The OPNBModel itself, or a fitted OPNBClassifier's (its ``model_``)."""
     if isinstance(model, OPNBModel):
         return model
-    raise ValueError(f"model must be an OPNBModel (from OPNB() or pyopnb.read_rds), got {type(model).__name__}")
+    inner = getattr(model, "model_", None)
+    if isinstance(inner, OPNBModel):
+        return inner
+    if type(model).__name__ == "OPNBClassifier":
+        raise ValueError("this OPNBClassifier is not fitted yet: call fit first")
+    raise ValueError(f"model must be an OPNBModel (from OPNB() or pyopnb.read_rds) or a fitted OPNBClassifier, "
+                     f"got {type(model).__name__}")
 
 
 def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool = False,

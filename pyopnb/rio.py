@@ -335,18 +335,46 @@ def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
     return model
 
 
+_PICKLES = (".joblib", ".pkl", ".pickle")
+
+
+def _read_pickled(path: Union[str, os.PathLike]) -> OPNBModel:
+    """The model in a joblib or pickle file: an OPNBModel, or a fitted
+    OPNBClassifier's. Loading a pickle runs code from the file: read only
+    files you trust."""
+    import joblib
+
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{p}: no such file")
+    try:
+        obj = joblib.load(p)
+    except Exception as exc:  # a pickle fails in many ways
+        raise ValueError(f"{p}: not a readable joblib or pickle file ({type(exc).__name__}: {exc})") from None
+    try:
+        return check_model(obj)
+    except ValueError as exc:
+        raise ValueError(f"{p}: {exc}") from None
+
+
 def read_model(path: Union[str, os.PathLike]) -> OPNBModel:
-    """Read a model from .rds (R) or .json (pyopnb), by the file's suffix."""
+    """Read a model from .rds (R), .json (pyopnb), or a joblib/pickle file
+    holding a model or a fitted OPNBClassifier (.joblib, .pkl, .pickle:
+    loading one runs code from the file, so read only files you trust), by
+    the file's suffix."""
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         return read_json(path)
     if suffix == ".rds":
         return read_rds(path)
-    raise ValueError(f"{path}: model files are .rds or .json")
+    if suffix in _PICKLES:
+        return _read_pickled(path)
+    raise ValueError(f"{path}: model files are .rds or .json (or a fitted OPNBClassifier's .joblib or .pkl)")
 
 
 def write_model(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
-    """Write a model to .rds (for R) or .json, by the file's suffix."""
+    """Write a model (or a fitted OPNBClassifier's) to .rds (for R) or .json,
+    by the file's suffix."""
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         return write_json(model, path)

@@ -63,11 +63,11 @@ def test_another_formulations_parameters_are_refused_at_fit(pima):
     with pytest.raises(ValueError, match=r"lam belongs to formulations? 'R' and 'correct'"):
         OPNBClassifier(formulation="journal", lam=0.1).fit(X, y)
     with pytest.raises(ValueError, match=r"correct=True belongs to formulation 'R'"):
-        with pytest.warns(DeprecationWarning):
+        with pytest.warns(FutureWarning):
             OPNBClassifier(formulation="journal", correct=True).fit(X, y)
     # the paper's objective is a formulation; correct=True its deprecated alias
     a = OPNBClassifier(formulation="correct", ndim=2, nbin=None).fit(X, y)
-    with pytest.warns(DeprecationWarning, match="formulation='correct'"):
+    with pytest.warns(FutureWarning, match="formulation='correct'"):
         b = OPNBClassifier(correct=True, ndim=2, nbin=None).fit(X, y)
     np.testing.assert_array_equal(a.model_.V, b.model_.V)
     assert type(a.formulation_).__name__ == "CorrectFormulation"

@@ -6,9 +6,8 @@ from typing import Any, Tuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import as_positive_scalar, fit_data, label_text
+from .._validation import as_positive_scalar, estimator_data, fit_data, label_text
 from ..naive_bayes import posteriors
 
 
@@ -56,8 +55,7 @@ class ClassDensityClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _validated(self, X: Any) -> np.ndarray:
-        check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False)
+        return estimator_data(self, X)
 
     def _joint_log(self, X: Any) -> np.ndarray:
         X = self._validated(X)

@@ -9,9 +9,8 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from .. import _gaussian, _lbfgsb
-from .._validation import check_maxit, label_text
-from ..exceptions import ConvergenceWarning
+from .. import _gaussian, _lbfgsb, exceptions
+from .._validation import check_maxit, estimator_data, label_text
 from ..formulation import greedy_order
 from ..naive_bayes import posteriors
 from ._base import ClassDensityClassifier
@@ -233,7 +232,7 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
             note = (f"L-BFGS-B's line search reached a projection where the objective is undefined ({exc}); "
                     f"the last iterate is kept (R's optim stops with an error)")
         if note:
-            warnings.warn(f"OPGD: {note} (convergence code {code})", ConvergenceWarning, stacklevel=3)
+            warnings.warn(f"OPGD: {note} (convergence code {code})", exceptions.ConvergenceWarning, stacklevel=3)
         V = v.reshape(q, p).T
 
         def score(chosen, j):
@@ -270,10 +269,7 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
 
     def transform(self, X: Any) -> np.ndarray:
         """The projection X V_ (not centred, as the package's)."""
-        from sklearn.utils.validation import check_is_fitted, validate_data
-
-        check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False) @ self.V_
+        return estimator_data(self, X) @ self.V_
 
     def _log_densities(self, X: np.ndarray, ndim: Optional[int] = None) -> np.ndarray:
         V = np.ascontiguousarray(self.V_ if ndim is None else self.V_[:, :ndim])
