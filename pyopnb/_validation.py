@@ -37,9 +37,9 @@ def _frame(X: Any, name: str = "X") -> Any:
     column names are an error that names them: columns are matched by name."""
     if isinstance(X, (np.ndarray, list, tuple)) or np.isscalar(X):
         return None
-    raw = getattr(X, "columns", None)
+    raw = getattr(X, "column_names", None)  # a pyarrow Table's names (its .columns are the data)
     if raw is None:
-        raw = getattr(X, "column_names", None)  # a pyarrow Table
+        raw = getattr(X, "columns", None)
     if raw is not None and not callable(raw):
         seen: set = set()
         dup = sorted({str(c) for c in raw if c in seen or seen.add(c)})

@@ -1,0 +1,134 @@
+"""Every dataframe library, read in one place: names recorded at fit, columns
+matched by name in any order, repeated names refused; the estimator's model
+is OPNB's (labels, their type, feature names) and is its own copy of X."""
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from pyopnb import OPNB, OPNBClassifier, predict, read_model, write_model
+
+pd = pytest.importorskip("pandas", reason="pandas is not installed")
+
+
+def _frames(pima):
+    cols = list(pima.feature_names)
+    tr, te = pd.DataFrame(pima.X_train, columns=cols), pd.DataFrame(pima.X_test, columns=cols)
+    out = [("pandas", tr, te, lambda f, c: f[c])]
+    try:
+        import polars as pl
+
+        out.append(("polars", pl.from_pandas(tr), pl.from_pandas(te), lambda f, c: f.select(c)))
+    except ImportError:
+        pass
+    try:
+        import pyarrow as pa
+
+        out.append(("pyarrow", pa.Table.from_pandas(tr), pa.Table.from_pandas(te), lambda f, c: f.select(c)))
+    except ImportError:
+        pass
+    return out
+
+
+@pytest.mark.parametrize("lib", ["pandas", "polars", "pyarrow"])
+def test_every_dataframe_library_is_read_by_name(pima, lib):
+    found = [f for f in _frames(pima) if f[0] == lib]
+    if not found:
+        pytest.skip(f"{lib} is not installed")
+    _, tr, te, select = found[0]
+    cols = list(pima.feature_names)
+    clf = OPNBClassifier(ndim=2, maxit=10).fit(tr, pima.y_train)
+    assert list(clf.feature_names_in_) == cols
+    assert clf.model_.feature_names == tuple(cols)
+    want = clf.predict_proba(te)
+    np.testing.assert_array_equal(clf.predict_proba(select(te, cols[::-1])), want)
+    np.testing.assert_array_equal(clf.predict_proba(pd.DataFrame(pima.X_test, columns=cols)), want)
+    with pytest.raises(ValueError, match=r"missing \['age'\]"):
+        clf.predict(select(te, cols[:-1]))
+    # OPNB itself reads the same frames
+    m = OPNB(tr, pima.y_train, ndim=2, maxit=10)
+    assert m.feature_names == tuple(cols)
+    np.testing.assert_array_equal(predict(m, select(te, cols[::-1]))["posterior"], predict(m, te)["posterior"])
+
+
+def test_repeated_column_names_are_refused_at_fit(pima):
+    tr = pd.DataFrame(pima.X_train, columns=list(pima.feature_names)).rename(columns={"bp": "glu"})
+    for fit in (lambda: OPNBClassifier(maxit=5).fit(tr, pima.y_train), lambda: OPNB(tr, pima.y_train, maxit=5)):
+        with pytest.raises(ValueError, match=r"repeated column names \['glu'\]"):
+            fit()
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed")
+    table = pa.Table.from_arrays([pa.array(pima.X_train[:, j]) for j in range(3)], names=["a", "b", "a"])
+    with pytest.raises(ValueError, match=r"repeated column names \['a'\]"):
+        OPNBClassifier(maxit=5).fit(table, pima.y_train)
+
+
+def test_non_numeric_columns_are_named(pima):
+    pl = pytest.importorskip("polars", reason="polars is not installed")
+    tr = pl.from_pandas(pd.DataFrame(pima.X_train[:, :2], columns=["a", "b"])).with_columns(pl.lit("x").alias("s"))
+    with pytest.raises(ValueError, match=r"non-numeric columns \['s'\]"):
+        OPNB(tr, pima.y_train)
+
+
+def test_the_estimators_model_is_OPNBs(pima, tmp_path):
+    tr = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    te = pd.DataFrame(pima.X_test, columns=list(pima.feature_names))
+    clf = OPNBClassifier(ndim=2).fit(tr, pima.y_train)
+    direct = OPNB(tr, pima.y_train, ndim=2)
+    assert list(clf.model_.ynames) == list(direct.ynames) == ["No", "Yes"]
+    assert clf.model_.feature_names == direct.feature_names
+    np.testing.assert_array_equal(clf.model_.V, direct.V)
+    # the estimator itself is a model for predict, write_model and plot
+    np.testing.assert_array_equal(predict(clf, te, log=True)["class"], clf.predict(te))
+    for suffix in ("rds", "json"):
+        write_model(clf, tmp_path / f"m.{suffix}")
+        back = read_model(tmp_path / f"m.{suffix}")
+        assert list(back.ynames) == ["No", "Yes"]
+        np.testing.assert_array_equal(predict(back, te[list(reversed(pima.feature_names))], log=True)["class"],
+                                      clf.predict(te))
+    # integer labels keep their type
+    clf_int = OPNBClassifier(ndim=2, maxit=10).fit(pima.X_train, (pima.y_train == "Yes").astype(np.int64))
+    assert clf_int.model_.ynames.dtype == np.int64 and clf_int.model_.feature_names is None
+    import joblib
+
+    joblib.dump(clf, tmp_path / "clf.joblib")
+    np.testing.assert_array_equal(read_model(tmp_path / "clf.joblib").V, clf.model_.V)
+    with pytest.raises(ValueError, match="not fitted yet"):
+        write_model(OPNBClassifier(), tmp_path / "x.rds")
+
+
+def test_a_fitted_model_keeps_its_own_copy_of_X(pima):
+    Xtr = pima.X_train.copy()
+    m = OPNB(Xtr, pima.y_train, ndim=2, maxit=10)
+    clf = OPNBClassifier(ndim=2, maxit=10).fit(Xtr, pima.y_train)
+    before = predict(m, pima.X_test)["posterior"], clf.predict_proba(pima.X_test)
+    Xtr *= 100
+    np.testing.assert_array_equal(predict(m, pima.X_test)["posterior"], before[0])
+    np.testing.assert_array_equal(clf.predict_proba(pima.X_test), before[1])
+
+
+def test_convergence_warnings_are_scikit_learns_category(pima):
+    from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
+
+    import pyopnb
+
+    assert issubclass(pyopnb.ConvergenceWarning, SklearnConvergenceWarning)
+    assert issubclass(pyopnb.ConvergenceWarning, RuntimeWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=SklearnConvergenceWarning)
+        OPNBClassifier(ndim=2, maxit=2, nbin=None).fit(pima.X_train, pima.y_train)  # stops at maxit: silenced
+    with pytest.warns(pyopnb.ConvergenceWarning, match="iteration limit"):
+        OPNB(pima.X_train, pima.y_train, ndim=2, maxit=2, nbin=None)
+    # importing pyopnb loads no scikit-learn (0.7 s); the warning's class is made on first use
+    code = "import sys, pyopnb; assert 'sklearn' not in sys.modules; pyopnb.ConvergenceWarning; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_ndim_given_as_text_gets_the_proper_message(pima):
+    with pytest.raises(ValueError, match=r"ndim must be an integer from 1 to 7, got '2'"):
+        OPNBClassifier(ndim="2").fit(pima.X_train, pima.y_train)
+    with pytest.raises(ValueError, match=r"ndim must be from 1 to n_features = 7, got 9"):
+        OPNBClassifier(ndim=9).fit(pima.X_train, pima.y_train)
