@@ -132,3 +132,40 @@ def test_ndim_given_as_text_gets_the_proper_message(pima):
         OPNBClassifier(ndim="2").fit(pima.X_train, pima.y_train)
     with pytest.raises(ValueError, match=r"ndim must be from 1 to n_features = 7, got 9"):
         OPNBClassifier(ndim=9).fit(pima.X_train, pima.y_train)
+
+
+def test_every_estimator_reads_frames_one_way(pima):
+    # the comparators as OPNBClassifier: names matched in any order, repeated names refused, pyarrow read
+    from pyopnb.comparators import CCICA, KDDA, OPGD, RDA, KernelNB
+
+    cols = list(pima.feature_names)
+    tr = pd.DataFrame(pima.X_train, columns=cols)
+    te = pd.DataFrame(pima.X_test, columns=cols)
+    for est in (KernelNB(), RDA(), KDDA(), CCICA(n_components=2), OPGD(ndim=2, maxit=20)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(tr, pima.y_train)
+        want = est.predict_proba(te)
+        np.testing.assert_array_equal(est.predict_proba(te[cols[::-1]]), want, err_msg=type(est).__name__)
+        with pytest.raises(ValueError, match="repeated column names"):
+            est.fit(tr.rename(columns={"bp": "glu"}), pima.y_train)
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed")
+    est = KernelNB().fit(pa.Table.from_pandas(tr), pima.y_train)
+    np.testing.assert_array_equal(est.predict_proba(pa.Table.from_pandas(te[cols[::-1]])),
+                                  KernelNB().fit(tr, pima.y_train).predict_proba(te))
+
+
+def test_the_command_line_reads_a_fitted_estimator(pima, tmp_path):
+    import joblib
+
+    cols = list(pima.feature_names)
+    clf = OPNBClassifier(ndim=2).fit(pd.DataFrame(pima.X_train, columns=cols), pima.y_train)
+    joblib.dump(clf, tmp_path / "clf.joblib")
+    te = pd.DataFrame(pima.X_test, columns=cols)[cols[::-1]]
+    te["type"] = pima.y_test
+    te.to_csv(tmp_path / "test.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "pyopnb.cli", "predict", "clf.joblib", "test.csv", "--target", "type",
+                          "--out", "p.csv"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = pd.read_csv(tmp_path / "p.csv")["class"].to_numpy()
+    np.testing.assert_array_equal(got, clf.predict(pd.DataFrame(pima.X_test, columns=cols)))
