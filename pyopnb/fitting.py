@@ -127,6 +127,9 @@ def opnb_journal(
     nbin : bins per projected column, or None for exact sums.
     prescale : multiply the scaled data by Sigma_W^(-1/2) first.
     V0 : None (LDA start), a (d, ndim) matrix or a function (Xs, y_codes, ndim).
+        The fit reads the rows in one canonical order (by class, then by
+        value), so that it does not depend on the order they come in; a
+        V0 function is given them in that order.
     maxit, threads, callback : as :func:`OPNB`.
     """
     form = JournalFormulation(gamma=gamma, prescale=prescale, V0=V0)

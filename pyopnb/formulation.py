@@ -385,6 +385,13 @@ class JournalFormulation(Formulation):
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None) -> Setup:
         K = levels.size
+        # The rows in one order whatever order they came in: a sum's last bits
+        # depend on its order, and the binned objective's L-BFGS-B path turns
+        # such bits into another end point (a shuffled 1500 x 10 set ended
+        # 7.6e-7 away in fval, its posteriors 0.003 apart). R's formulation
+        # keeps the caller's order, as R sums in it.
+        order = np.lexsort(np.vstack([Xa.T[::-1], codes[None, :]]))
+        Xa, codes = np.ascontiguousarray(Xa[order]), np.ascontiguousarray(codes[order])
         # the paper's protocol: each variable over its training sd (constant ones zeroed)
         mu, scales, Xs = r_standardise(Xa, True, names)
         T = None
