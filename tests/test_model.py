@@ -125,7 +125,7 @@ def test_lam_zero_fits_as_R_fits_it(pima):
 
 def test_dataframe_column_named_in_errors(pima):
     pd = pytest.importorskip("pandas", reason="pandas is not installed")
-    df = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    df = pd.DataFrame(pima.X_train.copy(), columns=list(pima.feature_names))  # pandas 2 shares the array
     df.loc[3, "bmi"] = np.nan
     with pytest.raises(ValueError, match="column 'bmi'"):
         OPNB(df, pima.y_train)
