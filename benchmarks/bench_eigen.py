@@ -39,7 +39,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     try:
-        import rpy2.robjects  # noqa: F401
+        import rpy2.robjects  # noqa: F401 (R is there)
         have_r = True
     except Exception:
         have_r = False

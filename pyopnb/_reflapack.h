@@ -98,16 +98,21 @@ static double rl_dnrm2(int n, const double* x) {
     return scl * sqrt(sumsq);
 }
 
+/* y := beta y, as the level-2 BLAS begin (a zero beta clears y, NaNs included) */
+static void rl_beta_y(int n, double beta, double* y) {
+    int i;
+    if (beta == 1.0) return;
+    if (beta == 0.0) for (i = 0; i < n; i++) y[i] = 0.0;
+    else for (i = 0; i < n; i++) y[i] = beta * y[i];
+}
+
 /* y := alpha A x + beta y, A [m, n], x with increment incx (dgemv 'N') */
 static void rl_dgemv_n(int m, int n, double alpha, const double* a, int lda, const double* x, int incx, double beta,
                        double* y) {
     int i, j;
     double temp;
     if (m == 0 || n == 0 || (alpha == 0.0 && beta == 1.0)) return;
-    if (beta != 1.0) {
-        if (beta == 0.0) for (i = 0; i < m; i++) y[i] = 0.0;
-        else for (i = 0; i < m; i++) y[i] = beta * y[i];
-    }
+    rl_beta_y(m, beta, y);
     if (alpha == 0.0) return;
     for (j = 0; j < n; j++) {
         temp = alpha * x[(size_t)j * incx];
@@ -121,10 +126,7 @@ static void rl_dgemv_t(int m, int n, double alpha, const double* a, int lda, con
     int i, j;
     double temp;
     if (m == 0 || n == 0 || (alpha == 0.0 && beta == 1.0)) return;
-    if (beta != 1.0) {
-        if (beta == 0.0) for (i = 0; i < n; i++) y[i] = 0.0;
-        else for (i = 0; i < n; i++) y[i] = beta * y[i];
-    }
+    rl_beta_y(n, beta, y);
     if (alpha == 0.0) return;
     for (j = 0; j < n; j++) {
         temp = 0.0;
@@ -138,10 +140,7 @@ static void rl_dsymv_l(int n, double alpha, const double* a, int lda, const doub
     int i, j;
     double temp1, temp2;
     if (n == 0 || (alpha == 0.0 && beta == 1.0)) return;
-    if (beta != 1.0) {
-        if (beta == 0.0) for (i = 0; i < n; i++) y[i] = 0.0;
-        else for (i = 0; i < n; i++) y[i] = beta * y[i];
-    }
+    rl_beta_y(n, beta, y);
     if (alpha == 0.0) return;
     for (j = 0; j < n; j++) {
         temp1 = alpha * x[j];
@@ -297,10 +296,7 @@ static void rl_dsytrd_l(int n, double* a, int lda, double* d, double* e, double*
     }
     rl_dsytd2_l(n - i, &RL_A(a, lda, i, i), lda, &d[i], &e[i], &tau[i]);
 }
-#endif
 
-#ifndef PYOPNB_REFLAPACK_DQDS
-#define PYOPNB_REFLAPACK_DQDS
 /* ------------------------------------------------------------------ dqds --
  * dlasq2..dlasq6: the eigenvalues of L D L' (a qd array) to high relative
  * accuracy. Z is 1-based here, as in LAPACK, so that each index reads as
@@ -308,6 +304,24 @@ static void rl_dsytrd_l(int n, double* a, int lda, double* d, double* e, double*
 
 static double rl_min(double a, double b) { return a < b ? a : b; }
 static double rl_max(double a, double b) { return a > b ? a : b; }
+
+/* dlasq4's estimate of the norm squared the lower indices add: a2 grows by
+ * b2's running product of ratios until it is negligible. 0 where a ratio
+ * above 1 voids the estimate: dlasq4 then returns and keeps its last shift. */
+static int rl_dlasq4_tail(const double* Z, int from, int last, double* a2, double* b2) {
+    const double hundrd = 100.0, cnst1 = 0.5630;
+    int i4;
+    double b1;
+    for (i4 = from; i4 >= last; i4 -= 4) {
+        if (*b2 == 0.0) break;
+        b1 = *b2;
+        if (Z[i4] > Z[i4 - 2]) return 0;
+        *b2 = *b2 * (Z[i4] / Z[i4 - 2]);
+        *a2 = *a2 + *b2;
+        if (hundrd * rl_max(*b2, b1) < *a2 || cnst1 < *a2) break;
+    }
+    return 1;
+}
 
 static void rl_dlasq4(int i0, int n0, const double* Z, int pp, int n0in, double dmin, double dmin1, double dmin2,
                       double dn, double dn1, double dn2, double* tau, int* ttype, double* g) {
@@ -355,14 +369,7 @@ static void rl_dlasq4(int i0, int n0, const double* Z, int pp, int n0in, double 
                     np = nn - 13;
                 }
                 a2 = a2 + b2;
-                for (i4 = np; i4 >= 4 * i0 - 1 + pp; i4 -= 4) {
-                    if (b2 == 0.0) break;
-                    b1 = b2;
-                    if (Z[i4] > Z[i4 - 2]) return;
-                    b2 = b2 * (Z[i4] / Z[i4 - 2]);
-                    a2 = a2 + b2;
-                    if (hundrd * rl_max(b2, b1) < a2 || cnst1 < a2) break;
-                }
+                if (!rl_dlasq4_tail(Z, np, 4 * i0 - 1 + pp, &a2, &b2)) return;
                 a2 = cnst3 * a2;
                 if (a2 < cnst1) s = gam * (1.0 - sqrt(a2)) / (1.0 + a2);
             }
@@ -378,14 +385,7 @@ static void rl_dlasq4(int i0, int n0, const double* Z, int pp, int n0in, double 
             if (n0 - i0 > 2) {
                 b2 = Z[nn - 13] / Z[nn - 15];
                 a2 = a2 + b2;
-                for (i4 = nn - 17; i4 >= 4 * i0 - 1 + pp; i4 -= 4) {
-                    if (b2 == 0.0) break;
-                    b1 = b2;
-                    if (Z[i4] > Z[i4 - 2]) return;
-                    b2 = b2 * (Z[i4] / Z[i4 - 2]);
-                    a2 = a2 + b2;
-                    if (hundrd * rl_max(b2, b1) < a2 || cnst1 < a2) break;
-                }
+                if (!rl_dlasq4_tail(Z, nn - 17, 4 * i0 - 1 + pp, &a2, &b2)) return;
                 a2 = cnst3 * a2;
             }
             if (a2 < cnst1) s = gam * (1.0 - sqrt(a2)) / (1.0 + a2);
@@ -511,10 +511,32 @@ static void rl_dlasq5(int i0, int n0, double* Z, int pp, double* tau_io, double 
     Z[4 * n0 - pp] = emin;
 }
 
+/* one of dlasq6's two unrolled last steps: the next d from dprev, at j4 */
+static double rl_dqd_tail(double* Z, int j4, int pp, double dprev, double safmin, double* dmin, double* emin) {
+    int j4p2 = j4 + 2 * pp - 1;
+    double temp, dnext;
+    Z[j4 - 2] = dprev + Z[j4p2];
+    if (Z[j4 - 2] == 0.0) {
+        Z[j4] = 0.0;
+        dnext = Z[j4p2 + 2];
+        *dmin = dnext;
+        *emin = 0.0;
+    } else if (safmin * Z[j4p2 + 2] < Z[j4 - 2] && safmin * Z[j4 - 2] < Z[j4p2 + 2]) {
+        temp = Z[j4p2 + 2] / Z[j4 - 2];
+        Z[j4] = Z[j4p2] * temp;
+        dnext = dprev * temp;
+    } else {
+        Z[j4] = Z[j4p2 + 2] * (Z[j4p2] / Z[j4 - 2]);
+        dnext = Z[j4p2 + 2] * (dprev / Z[j4 - 2]);
+    }
+    *dmin = rl_min(*dmin, dnext);
+    return dnext;
+}
+
 /* one dqd transform (no shift), guarding against underflow */
 static void rl_dlasq6(int i0, int n0, double* Z, int pp, double* dmin, double* dmin1, double* dmin2, double* dn,
                       double* dnm1, double* dnm2) {
-    int j4, j4p2;
+    int j4;
     double d, emin, temp, safmin = RL_SAFMIN;
     if ((n0 - i0 - 1) <= 0) return;
     j4 = 4 * i0 + pp - 3;
@@ -544,39 +566,10 @@ static void rl_dlasq6(int i0, int n0, double* Z, int pp, double* dmin, double* d
     *dnm2 = d;
     *dmin2 = *dmin;
     j4 = 4 * (n0 - 2) - pp;
-    j4p2 = j4 + 2 * pp - 1;
-    Z[j4 - 2] = *dnm2 + Z[j4p2];
-    if (Z[j4 - 2] == 0.0) {
-        Z[j4] = 0.0;
-        *dnm1 = Z[j4p2 + 2];
-        *dmin = *dnm1;
-        emin = 0.0;
-    } else if (safmin * Z[j4p2 + 2] < Z[j4 - 2] && safmin * Z[j4 - 2] < Z[j4p2 + 2]) {
-        temp = Z[j4p2 + 2] / Z[j4 - 2];
-        Z[j4] = Z[j4p2] * temp;
-        *dnm1 = *dnm2 * temp;
-    } else {
-        Z[j4] = Z[j4p2 + 2] * (Z[j4p2] / Z[j4 - 2]);
-        *dnm1 = Z[j4p2 + 2] * (*dnm2 / Z[j4 - 2]);
-    }
-    *dmin = rl_min(*dmin, *dnm1);
+    *dnm1 = rl_dqd_tail(Z, j4, pp, *dnm2, safmin, dmin, &emin);
     *dmin1 = *dmin;
     j4 = j4 + 4;
-    j4p2 = j4 + 2 * pp - 1;
-    Z[j4 - 2] = *dnm1 + Z[j4p2];
-    if (Z[j4 - 2] == 0.0) {
-        Z[j4] = 0.0;
-        *dn = Z[j4p2 + 2];
-        *dmin = *dn;
-        emin = 0.0;
-    } else if (safmin * Z[j4p2 + 2] < Z[j4 - 2] && safmin * Z[j4 - 2] < Z[j4p2 + 2]) {
-        temp = Z[j4p2 + 2] / Z[j4 - 2];
-        Z[j4] = Z[j4p2] * temp;
-        *dn = *dnm1 * temp;
-    } else {
-        Z[j4] = Z[j4p2 + 2] * (Z[j4p2] / Z[j4 - 2]);
-        *dn = Z[j4p2 + 2] * (*dnm1 / Z[j4 - 2]);
-    }
+    *dn = rl_dqd_tail(Z, j4, pp, *dnm1, safmin, dmin, &emin);
     *dmin = rl_min(*dmin, *dn);
     Z[j4 + 2] = *dn;
     Z[4 * n0 - pp] = emin;
@@ -904,10 +897,7 @@ finished:
     qsort(z, (size_t)n, sizeof(double), rl_cmp_desc);
     return 0;
 }
-#endif
 
-#ifndef PYOPNB_REFLAPACK_MRRR
-#define PYOPNB_REFLAPACK_MRRR
 /* ------------------------------------------------------------------ MRRR --
  * dstemr's path for all eigenpairs of a tridiagonal T: dlarre (root
  * representations L D L' = T - sigma I per block, eigenvalues by dqds) and
@@ -916,61 +906,79 @@ finished:
  * offset by one (X[1] is the first entry). */
 
 /* dlaneg: the Sturm count of L D L' - sigma I, twisted at r */
+/* one block of dlaneg's recurrence: x = A(j) + t, t = (t / x) B(j) - sigma
+ * over j = from..to (step +1 or -1), counting the negative x; ``guard``
+ * takes a NaN quotient as 1, as LAPACK's second, careful pass does */
+static int rl_neg_run(const double* A, const double* B, int from, int to, int step, double sigma, double* t,
+                      int guard) {
+    int neg = 0, j;
+    double x, tmp;
+    for (j = from; step > 0 ? j <= to : j >= to; j += step) {
+        x = A[j] + *t;
+        if (x < 0.0) neg++;
+        tmp = *t / x;
+        if (guard && tmp != tmp) tmp = 1.0;
+        *t = tmp * B[j] - sigma;
+    }
+    return neg;
+}
+
 static int rl_dlaneg(int n, const double* D, const double* LLD, double sigma, double pivmin, int r) {
-    (void)pivmin;
     const int blklen = 128;
-    int negcnt = 0, bj, j, neg1, neg2, jend;
-    double t = -sigma, p, bsav, dplus, dminus, tmp, gamma;
+    int negcnt = 0, bj, neg, jend;
+    double t = -sigma, p, bsav, gamma;
+    (void)pivmin;
     for (bj = 1; bj <= r - 1; bj += blklen) {
-        neg1 = 0;
         bsav = t;
         jend = bj + blklen - 1 < r - 1 ? bj + blklen - 1 : r - 1;
-        for (j = bj; j <= jend; j++) {
-            dplus = D[j] + t;
-            if (dplus < 0.0) neg1++;
-            tmp = t / dplus;
-            t = tmp * LLD[j] - sigma;
-        }
+        neg = rl_neg_run(D, LLD, bj, jend, 1, sigma, &t, 0);
         if (t != t) {
-            neg1 = 0;
             t = bsav;
-            for (j = bj; j <= jend; j++) {
-                dplus = D[j] + t;
-                if (dplus < 0.0) neg1++;
-                tmp = t / dplus;
-                if (tmp != tmp) tmp = 1.0;
-                t = tmp * LLD[j] - sigma;
-            }
+            neg = rl_neg_run(D, LLD, bj, jend, 1, sigma, &t, 1);
         }
-        negcnt += neg1;
+        negcnt += neg;
     }
     p = D[n] - sigma;
     for (bj = n - 1; bj >= r; bj -= blklen) {
-        neg2 = 0;
         bsav = p;
         jend = bj - blklen + 1 > r ? bj - blklen + 1 : r;
-        for (j = bj; j >= jend; j--) {
-            dminus = LLD[j] + p;
-            if (dminus < 0.0) neg2++;
-            tmp = p / dminus;
-            p = tmp * D[j] - sigma;
-        }
+        neg = rl_neg_run(LLD, D, bj, jend, -1, sigma, &p, 0);
         if (p != p) {
-            neg2 = 0;
             p = bsav;
-            for (j = bj; j >= jend; j--) {
-                dminus = LLD[j] + p;
-                if (dminus < 0.0) neg2++;
-                tmp = p / dminus;
-                if (tmp != tmp) tmp = 1.0;
-                p = tmp * D[j] - sigma;
-            }
+            neg = rl_neg_run(LLD, D, bj, jend, -1, sigma, &p, 1);
         }
-        negcnt += neg2;
+        negcnt += neg;
     }
     gamma = (t + sigma) + p;
     if (gamma < 0.0) negcnt++;
     return negcnt;
+}
+
+/* a bisection's converged intervals (IWORK(2i - 1) = 0) as eigenvalues
+ * (their midpoints) and errors, for dlarrb and dlarrj alike */
+static void rl_bisected(int first, int last, int offset, double* W, double* WERR, const double* WORK,
+                        const int* IWORK) {
+    int i, k, ii;
+    for (i = first; i <= last; i++) {
+        k = 2 * i;
+        ii = i - offset;
+        if (IWORK[k - 1] == 0) {
+            W[ii] = 0.5 * (WORK[k - 1] + WORK[k]);
+            WERR[ii] = WORK[k] - W[ii];
+        }
+    }
+}
+
+/* T's eigenvalues below s (dlarrj's Sturm count on D and E2 = e^2) */
+static int rl_sturm_count(int n, const double* D, const double* E2, double s) {
+    int cnt = 0, j;
+    double dplus = D[1] - s;
+    if (dplus < 0.0) cnt++;
+    for (j = 2; j <= n; j++) {
+        dplus = D[j] - s - E2[j - 1] / dplus;
+        if (dplus < 0.0) cnt++;
+    }
+    return cnt;
 }
 
 /* dlarrb: bisection refinement of eigenvalues ifirst..ilast of L D L'.
@@ -1058,14 +1066,7 @@ static void rl_dlarrb(int n, const double* D, const double* LLD, int ifirst, int
         }
         iter++;
     } while (nint > 0 && iter <= maxitr);
-    for (i = ifirst; i <= ilast; i++) {
-        k = 2 * i;
-        ii = i - offset;
-        if (IWORK[k - 1] == 0) {
-            W[ii] = 0.5 * (WORK[k - 1] + WORK[k]);
-            WERR[ii] = WORK[k] - W[ii];
-        }
-    }
+    rl_bisected(ifirst, ilast, offset, W, WERR, WORK, IWORK);
     for (i = ifirst + 1; i <= ilast; i++) {
         k = 2 * i;
         ii = i - offset;
@@ -1321,10 +1322,7 @@ static int rl_dlarrf(int n, const double* D, const double* L, const double* LD, 
     }
     return 0;
 }
-#endif
 
-#ifndef PYOPNB_REFLAPACK_TREE
-#define PYOPNB_REFLAPACK_TREE
 
 /* dlaruv / dlarnv(2, ...): LAPACK's uniform(-1, 1) numbers from the seed
  * (1, 1, 1, 1): x_k = seed * a^k mod 2^48, a = 33952834046453, read as four
@@ -1588,10 +1586,7 @@ static int rl_dlarre(int n, double* D, double* E, double* E2, double spltol, rl_
     sp->m = m;
     return 0;
 }
-#endif
 
-#ifndef PYOPNB_REFLAPACK_VECTORS
-#define PYOPNB_REFLAPACK_VECTORS
 
 /* dlarrv: every eigenvector of T from the root representations (D, L 1-based,
  * L(end of block) = the block's shift). Z [ldz, m] column-major gets the
@@ -1873,8 +1868,8 @@ static void rl_dlaev2(double a, double b, double c, double* rt1, double* rt2, do
  * WORK [2n], IWORK [2n]. */
 static void rl_dlarrj(int n, const double* D, const double* E2, int ifirst, int ilast, double rtol, int offset,
                       double* W, double* WERR, double* WORK, int* IWORK, double pivmin, double spdiam) {
-    int maxitr, i1, i2, nint, prev, i, k, ii, cnt, j, savi1, iter, olnint, p, next;
-    double left, mid, right, width, tmp, fac, s, dplus;
+    int maxitr, i1, i2, nint, prev, i, k, ii, cnt, savi1, iter, olnint, p, next;
+    double left, mid, right, width, tmp, fac;
     if (n <= 0) return;
     maxitr = (int)((log(spdiam + pivmin) - log(pivmin)) / log(2.0)) + 2;
     i1 = ifirst;
@@ -1897,26 +1892,12 @@ static void rl_dlarrj(int n, const double* D, const double* E2, int ifirst, int 
             prev = i;
             fac = 1.0;
             for (;;) {
-                cnt = 0;
-                s = left;
-                dplus = D[1] - s;
-                if (dplus < 0.0) cnt++;
-                for (j = 2; j <= n; j++) {
-                    dplus = D[j] - s - E2[j - 1] / dplus;
-                    if (dplus < 0.0) cnt++;
-                }
+                cnt = rl_sturm_count(n, D, E2, left);
                 if (cnt > i - 1) { left = left - WERR[ii] * fac; fac = 2.0 * fac; } else break;
             }
             fac = 1.0;
             for (;;) {
-                cnt = 0;
-                s = right;
-                dplus = D[1] - s;
-                if (dplus < 0.0) cnt++;
-                for (j = 2; j <= n; j++) {
-                    dplus = D[j] - s - E2[j - 1] / dplus;
-                    if (dplus < 0.0) cnt++;
-                }
+                cnt = rl_sturm_count(n, D, E2, right);
                 if (cnt < i) { right = right + WERR[ii] * fac; fac = 2.0 * fac; } else break;
             }
             nint++;
@@ -1950,28 +1931,14 @@ static void rl_dlarrj(int n, const double* D, const double* E2, int ifirst, int 
                 continue;
             }
             prev = i;
-            cnt = 0;
-            s = mid;
-            dplus = D[1] - s;
-            if (dplus < 0.0) cnt++;
-            for (j = 2; j <= n; j++) {
-                dplus = D[j] - s - E2[j - 1] / dplus;
-                if (dplus < 0.0) cnt++;
-            }
+            cnt = rl_sturm_count(n, D, E2, mid);
             if (cnt <= i - 1) WORK[k - 1] = mid;
             else WORK[k] = mid;
             i = next;
         }
         iter++;
     } while (nint > 0 && iter <= maxitr);
-    for (i = savi1; i <= ilast; i++) {
-        k = 2 * i;
-        ii = i - offset;
-        if (IWORK[k - 1] == 0) {
-            W[ii] = 0.5 * (WORK[k - 1] + WORK[k]);
-            WERR[ii] = WORK[k] - W[ii];
-        }
-    }
+    rl_bisected(savi1, ilast, offset, W, WERR, WORK, IWORK);
 }
 
 /* dstemr (jobz 'V', range 'A', tryrac): eigenvalues w [n] ascending and
@@ -2089,10 +2056,7 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
     free(ibuf);
     return 0;
 }
-#endif
 
-#ifndef PYOPNB_REFLAPACK_DRIVER
-#define PYOPNB_REFLAPACK_DRIVER
 
 /* dorm2r's product Q C, Q = H(1) ... H(k), for dormtr 'L', 'L', 'N': the
  * reflectors sit below A's subdiagonal; C [n, m] (ldc) has its rows 2..n

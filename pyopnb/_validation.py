@@ -83,9 +83,9 @@ def check_X(X: Any, name: str, d: Optional[int] = None, expected: Optional[Seque
     a dataframe's columns are matched by name, in any order (see
     :func:`feature_order`).
     """
-    names = column_names(X)
     pd = sys.modules.get("pandas")
     framed = frame_matrix(X, name)
+    names = None if framed is None else tuple(str(c) for c in framed[1])
     if framed is not None:
         Xa = framed[0]
     else:

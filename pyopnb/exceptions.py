@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["ConvergenceWarning"]
+__all__ = ["ConvergenceWarning"]  # noqa: F822 (made by __getattr__, on first use)
 
 
 @lru_cache(maxsize=None)

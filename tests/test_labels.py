@@ -1,7 +1,6 @@
 """Labels as R codes them and writes them: level order, level text, types
 read back from R's files, and a Categorical's order kept through a
 cross-validation."""
-import gzip
 
 import numpy as np
 import pytest

@@ -314,26 +314,15 @@ def _check_r_eigen():
     zero columns (splits), repeated columns (clusters), binary and rounded
     data (ties), orders 1 to 60. validation.eigen_signs measures thousands."""
     from pyopnb._eigen import r_eigen
+    from validation.record.record_r_labels import eigen_cases
 
     out = []
-    rng = np.random.default_rng(20261125)
-    for j in range(40):
-        d = int(rng.integers(1, 61))
-        X = rng.normal(size=(int(rng.integers(d + 2, 3 * d + 10)), d))
-        kind = j % 5
-        if kind == 1 and d > 1:
-            X[:, rng.choice(d, max(1, d // 5), replace=False)] = 1.0
-        elif kind == 2 and d > 1:
-            X[:, 0] = X[:, d - 1]
-        elif kind == 3:
-            X = (X > 0.8).astype(float)
-        elif kind == 4:
-            X = np.round(X)
+    for kind, X in eigen_cases(40, 60):
+        d = X.shape[1]
         A = _linalg_cov(_scaled(X))
         rbridge.assign("A__", A)
         vecs_r = np.asarray(rbridge.r("eigen(A__)$vectors")).reshape(d, d)
-        out.append(compare(f"{d} x {d}, {('random', 'zero columns', 'repeated column', 'binary', 'rounded')[kind]}",
-                           BASE_R, r_eigen(A)[1], vecs_r, 0, 0, "bit for bit"))
+        out.append(compare(f"{d} x {d}, {kind}", BASE_R, r_eigen(A)[1], vecs_r, 0, 0, "bit for bit"))
     return out
 
 

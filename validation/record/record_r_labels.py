@@ -29,11 +29,17 @@ def words(seed: int, count: int):
     return sorted(out)
 
 
-def eigen_cases():
+KINDS = ("random", "zero columns", "repeated column", "binary", "rounded")
+
+
+def eigen_cases(count: int = 30, max_order: int = 25):
+    """Data whose covariances take every path MRRR treats apart: random,
+    zero columns (splits), a repeated column (clusters), binary and rounded
+    data (ties); (kind, X) pairs."""
     rng = np.random.default_rng(20261125)
     cases = []
-    for j in range(30):
-        d = int(rng.integers(1, 26))
+    for j in range(count):
+        d = int(rng.integers(1, max_order + 1))
         X = rng.normal(size=(int(rng.integers(d + 2, 3 * d + 10)), d)) * rng.uniform(0.1, 10, d)
         kind = j % 5
         if kind == 1 and d > 1:
@@ -44,7 +50,7 @@ def eigen_cases():
             X = (X > 0.8).astype(float)
         elif kind == 4:
             X = np.round(X)
-        cases.append(X)
+        cases.append((KINDS[kind], X))
     return cases
 
 
@@ -73,7 +79,7 @@ def main() -> None:
                         "class": list(ro.r("as.character(p$class)")), "y_test": [int(v) for v in ro.r("y[te]")]}
     (Path(FIXTURES) / "r_labels.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
     eig = {"R": out["R"], "lapack": str(ro.r("La_version()")[0]), "cases": []}
-    for X in eigen_cases():
+    for _, X in eigen_cases():
         rbridge.assign("X__", X)
         A = np.asarray(rbridge.r("cov(X__)")).reshape(X.shape[1], X.shape[1])
         rbridge.assign("A__", A)
