@@ -1324,24 +1324,29 @@ static int rl_dlarrf(int n, const double* D, const double* L, const double* LD, 
 }
 
 
+/* (a b) mod 2^48 for a, b < 2^48, in 64-bit integers: b in 24-bit halves */
+static unsigned long long rl_mulmod48(unsigned long long a, unsigned long long b) {
+    const unsigned long long m24 = (1ULL << 24) - 1, m48 = (1ULL << 48) - 1;
+    unsigned long long a0 = a & m24, a1 = a >> 24, b0 = b & m24, b1 = b >> 24;
+    return (a0 * b0 + (((a1 * b0 + a0 * b1) & m24) << 24)) & m48;
+}
+
 /* dlaruv / dlarnv(2, ...): LAPACK's uniform(-1, 1) numbers from the seed
  * (1, 1, 1, 1): x_k = seed * a^k mod 2^48, a = 33952834046453, read as four
  * 12-bit digits (the table of powers LAPACK keeps, computed here) */
 static void rl_dlarnv_uniform11(int n, double* x) {
-    const unsigned long long mod = 1ULL << 48, a = 33952834046453ULL;
+    const unsigned long long a = 33952834046453ULL;
     const double r = 1.0 / 4096.0;
-    unsigned long long seed = (1ULL << 36) + (1ULL << 24) + (1ULL << 12) + 1ULL, power = 1, v;
-    int k, done = 0, chunk, i;
+    unsigned long long seed = (1ULL << 36) + (1ULL << 24) + (1ULL << 12) + 1ULL, power, v = seed;
+    int done = 0, chunk, i;
     while (done < n) {
         chunk = n - done < 64 ? n - done : 64;
         power = 1;
         for (i = 0; i < chunk; i++) {
-            unsigned __int128 p;
             int it1, it2, it3, it4;
             double u;
-            power = (unsigned long long)(((unsigned __int128)power * a) % mod);
-            p = (unsigned __int128)seed * power;
-            v = (unsigned long long)(p % mod);
+            power = rl_mulmod48(power, a);
+            v = rl_mulmod48(seed, power);
             it1 = (int)(v >> 36) & 4095;
             it2 = (int)(v >> 24) & 4095;
             it3 = (int)(v >> 12) & 4095;
@@ -1350,11 +1355,10 @@ static void rl_dlarnv_uniform11(int n, double* x) {
             /* u rounds to 1 once in 2^53 draws; LAPACK then perturbs its seed
              * digits and draws again, which this port does not follow */
             x[done + i] = 2.0 * u - 1.0;
-            if (i == chunk - 1) seed = v;
         }
+        seed = v;
         done += chunk;
     }
-    (void)k;
 }
 
 /* dlarrk: the iw-th eigenvalue of T by bisection (E2 = e^2), to reltol */
