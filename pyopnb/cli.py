@@ -16,7 +16,10 @@ also prints the accuracy and a confusion table. Posteriors are computed in
 log space, so far-away rows keep their class; ``--r-compatible`` gives R's
 predict.OPNB numbers instead (densities multiplied, underflow to a uniform
 posterior). Models are .rds (readable by R's readRDS and predict.OPNB) or
-.json. Every output path is checked before any work: an output that is one of the
+.json; predict and plot also read a fitted OPNBClassifier saved with joblib
+(.joblib or .pkl: loading one runs code from the file, so read only files
+you trust). A CSV that R's write.csv wrote keeps its first, unnamed column
+as row names, not as a feature. Every output path is checked before any work: an output that is one of the
 command's inputs is refused, and nothing is written when a command fails.
 Exit codes: 0 done, 2 bad input or usage (one line on stderr). Notes on the
 fit (L-BFGS-B's iteration limit, a failed line search where that is not the
