@@ -47,9 +47,7 @@ def _symmetric(A, what):
 def r_eigen(A):
     """R's ``eigen(A, symmetric = TRUE)``: eigenvalues in decreasing order and
     the eigenvectors (columns), with the signs and the bits R's eigen gives
-    where R links reference LAPACK (Debian's and R's own builds); from order
-    144 the vectors are R's to rounding (dsyevr applies its reflectors in
-    blocks there), their signs still R's.
+    where R links reference LAPACK (Debian's and R's own builds).
 
     The lower triangle is read, as R's eigen reads it. Raises ArithmeticError
     in the rare case where reference LAPACK's MRRR solver gives up and dsyevr

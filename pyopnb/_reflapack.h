@@ -2062,31 +2062,144 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
 }
 
 
-/* dorm2r's product Q C, Q = H(1) ... H(k), for dormtr 'L', 'L', 'N': the
- * reflectors sit below A's subdiagonal; C [n, m] (ldc) has its rows 2..n
- * changed. work [m]. (dsyevr's dormqr blocks the reflectors from about 144
- * rows, in the same arithmetic but another order.) */
-static void rl_dormtr_lln(int n, int m, double* a, int lda, const double* tau, double* c, int ldc, double* work) {
-    int i, j, r, len;
-    double aii, temp;
-    for (i = n - 1; i >= 1; i--) {  /* reflector i (1-based) acts on rows i+1..n */
-        double* v = &RL_A(a, lda, i, i - 1);  /* v(1) at row i+1 (0-based i) */
-        if (tau[i - 1] == 0.0) continue;
-        len = n - i;
-        aii = v[0];
-        v[0] = 1.0;
-        for (j = 0; j < m; j++) {
-            temp = 0.0;
-            for (r = 0; r < len; r++) temp = temp + RL_A(c, ldc, i + r, j) * v[r];
-            work[j] = temp;
+/* dlarf's H C for one reflector H = I - tau (1, v)(1, v)', v below row 0 of
+ * c's rows (len rows, m columns), as dorm2r applies it; work [m] */
+static void rl_dlarf_left(int len, int m, const double* v, double tau, double* c, int ldc, double* work) {
+    int j, r;
+    double temp;
+    for (j = 0; j < m; j++) {
+        temp = 0.0;
+        for (r = 0; r < len; r++) temp = temp + RL_A(c, ldc, r, j) * v[r];
+        work[j] = temp;
+    }
+    for (j = 0; j < m; j++) {
+        if (work[j] != 0.0) {
+            temp = -tau * work[j];
+            for (r = 0; r < len; r++) RL_A(c, ldc, r, j) = RL_A(c, ldc, r, j) + v[r] * temp;
         }
-        for (j = 0; j < m; j++) {
-            if (work[j] != 0.0) {
-                temp = -tau[i - 1] * work[j];
-                for (r = 0; r < len; r++) RL_A(c, ldc, i + r, j) = RL_A(c, ldc, i + r, j) + v[r] * temp;
+    }
+}
+
+/* dlarft('F', 'C'): the triangular factor T [k, k] (ldt) of the block
+ * reflector H(1) ... H(k) whose vectors are v's columns (n rows, unit
+ * diagonal implied) */
+static void rl_dlarft_fc(int n, int k, const double* v, int ldv, const double* tau, double* t, int ldt) {
+    int i, j, lastv, prevlastv = n, r;
+    double temp;
+    for (i = 1; i <= k; i++) {
+        prevlastv = prevlastv > i ? prevlastv : i;
+        if (tau[i - 1] == 0.0) {
+            for (j = 1; j <= i; j++) RL_A(t, ldt, j - 1, i - 1) = 0.0;
+            continue;
+        }
+        for (lastv = n; lastv >= i + 1; lastv--)
+            if (RL_A(v, ldv, lastv - 1, i - 1) != 0.0) break;
+        for (j = 1; j <= i - 1; j++) RL_A(t, ldt, j - 1, i - 1) = -tau[i - 1] * RL_A(v, ldv, i - 1, j - 1);
+        j = lastv < prevlastv ? lastv : prevlastv;
+        rl_dgemv_t(j - i, i - 1, -tau[i - 1], &RL_A(v, ldv, i, 0), ldv, &RL_A(v, ldv, i, i - 1), 1.0,
+                   &RL_A(t, ldt, 0, i - 1));
+        /* dtrmv('U', 'N', 'N'): t(1:i-1, i) := T(1:i-1, 1:i-1) t(1:i-1, i) */
+        for (j = 1; j <= i - 1; j++) {
+            double xj = RL_A(t, ldt, j - 1, i - 1);
+            if (xj != 0.0) {
+                temp = xj;
+                for (r = 1; r <= j - 1; r++)
+                    RL_A(t, ldt, r - 1, i - 1) = RL_A(t, ldt, r - 1, i - 1) + temp * RL_A(t, ldt, r - 1, j - 1);
+                RL_A(t, ldt, j - 1, i - 1) = RL_A(t, ldt, j - 1, i - 1) * RL_A(t, ldt, j - 1, j - 1);
             }
         }
-        v[0] = aii;
+        RL_A(t, ldt, i - 1, i - 1) = tau[i - 1];
+        prevlastv = i > 1 ? (prevlastv > lastv ? prevlastv : lastv) : lastv;
+    }
+}
+
+/* dlarfb('L', 'N', 'F', 'C'): C [m, n] := H C for the block reflector of
+ * v [m, k] (unit lower trapezoid) and t [k, k]; work [n, k] (ldw) */
+static void rl_dlarfb_lnfc(int m, int n, int k, const double* v, int ldv, const double* t, int ldt, double* c,
+                           int ldc, double* w, int ldw) {
+    int i, j, l;
+    double temp;
+    if (m <= 0 || n <= 0) return;
+    /* W := C1' (the first k rows of C, transposed) */
+    for (j = 0; j < k; j++)
+        for (i = 0; i < n; i++) RL_A(w, ldw, i, j) = RL_A(c, ldc, j, i);
+    /* W := W V1 (dtrmm 'R', 'L', 'N', 'U') */
+    for (j = 0; j < k; j++)
+        for (l = j + 1; l < k; l++)
+            if (RL_A(v, ldv, l, j) != 0.0) {
+                temp = RL_A(v, ldv, l, j);
+                for (i = 0; i < n; i++) RL_A(w, ldw, i, j) = RL_A(w, ldw, i, j) + temp * RL_A(w, ldw, i, l);
+            }
+    if (m > k) {
+        /* W := W + C2' V2 (dgemm 'T', 'N') */
+        for (j = 0; j < k; j++)
+            for (i = 0; i < n; i++) {
+                temp = 0.0;
+                for (l = k; l < m; l++) temp = temp + RL_A(c, ldc, l, i) * RL_A(v, ldv, l, j);
+                RL_A(w, ldw, i, j) = temp + RL_A(w, ldw, i, j);
+            }
+    }
+    /* W := W T' (dtrmm 'R', 'U', 'T', 'N') */
+    for (l = 0; l < k; l++) {
+        for (j = 0; j < l; j++)
+            if (RL_A(t, ldt, j, l) != 0.0) {
+                temp = RL_A(t, ldt, j, l);
+                for (i = 0; i < n; i++) RL_A(w, ldw, i, j) = RL_A(w, ldw, i, j) + temp * RL_A(w, ldw, i, l);
+            }
+        temp = RL_A(t, ldt, l, l);
+        if (temp != 1.0)
+            for (i = 0; i < n; i++) RL_A(w, ldw, i, l) = temp * RL_A(w, ldw, i, l);
+    }
+    if (m > k) {
+        /* C2 := C2 - V2 W' (dgemm 'N', 'T', alpha -1) */
+        for (j = 0; j < n; j++)
+            for (l = 0; l < k; l++) {
+                temp = -RL_A(w, ldw, j, l);
+                for (i = k; i < m; i++) RL_A(c, ldc, i, j) = RL_A(c, ldc, i, j) + temp * RL_A(v, ldv, i, l);
+            }
+    }
+    /* W := W V1' (dtrmm 'R', 'L', 'T', 'U') */
+    for (l = k - 1; l >= 0; l--)
+        for (j = l + 1; j < k; j++)
+            if (RL_A(v, ldv, j, l) != 0.0) {
+                temp = RL_A(v, ldv, j, l);
+                for (i = 0; i < n; i++) RL_A(w, ldw, i, j) = RL_A(w, ldw, i, j) + temp * RL_A(w, ldw, i, l);
+            }
+    /* C1 := C1 - W' */
+    for (j = 0; j < k; j++)
+        for (i = 0; i < n; i++) RL_A(c, ldc, j, i) = RL_A(c, ldc, j, i) - RL_A(w, ldw, i, j);
+}
+
+/* dormtr('L', 'L', 'N') as dsyevr calls it: Z := Q Z, Q = H(1) ... H(n - 1)
+ * with the reflectors below A's subdiagonal, rows 2..n of Z [n, m] changed.
+ * dsyevr gives dormqr 31 n of workspace, so from about order 144 it applies
+ * the reflectors in blocks of (31 n - 4160) / n (dlarft, dlarfb), below one
+ * by one (dorm2r). work [(m + 65) * 64]. */
+static void rl_dormtr_lln(int n, int m, double* a, int lda, const double* tau, double* c, int ldc, double* work) {
+    const int nbmax = 64, ldt = nbmax + 1, tsize = ldt * nbmax;
+    int rows = n - 1, k = n - 1, nb = 32, i, ib, i1;
+    double* A2 = &RL_A(a, lda, 1, 0); /* dormqr's A: the reflectors' matrix from row 2 */
+    double* C2 = &RL_A(c, ldc, 1, 0);
+    if (rows <= 0 || m <= 0) return;
+    if (nb > 1 && nb < k) nb = (31 * n - tsize) / m;  /* dormqr: lwork < its optimum */
+    if (nb < 2 || nb >= k) {
+        for (i = k; i >= 1; i--) {
+            double* v = &RL_A(A2, lda, i - 1, i - 1);
+            double aii;
+            if (tau[i - 1] == 0.0) continue;
+            aii = v[0];
+            v[0] = 1.0;
+            rl_dlarf_left(rows - i + 1, m, v, tau[i - 1], &RL_A(C2, ldc, i - 1, 0), ldc, work);
+            v[0] = aii;
+        }
+        return;
+    }
+    i1 = ((k - 1) / nb) * nb + 1;
+    for (i = i1; i >= 1; i -= nb) {
+        ib = nb < k - i + 1 ? nb : k - i + 1;
+        rl_dlarft_fc(rows - i + 1, ib, &RL_A(A2, lda, i - 1, i - 1), lda, &tau[i - 1], work + (size_t)m * nb, ldt);
+        rl_dlarfb_lnfc(rows - i + 1, m, ib, &RL_A(A2, lda, i - 1, i - 1), lda, work + (size_t)m * nb, ldt,
+                       &RL_A(C2, ldc, i - 1, 0), ldc, work, m);
     }
 }
 
@@ -2108,11 +2221,11 @@ static int rl_dsyevr(int n, double* a, double* w, double* z) {
     else if (anrm > rmax) { iscale = 1; sigma = rmax / anrm; }
     if (iscale)
         for (j = 0; j < n; j++) rl_dscal(n - j, sigma, &RL_A(a, n, j, j));
-    d = (double*)malloc(sizeof(double) * (size_t)n * (4 + RL_SYTRD_NB));
+    d = (double*)malloc(sizeof(double) * ((size_t)n * (4 + RL_SYTRD_NB) + (size_t)(n + 65) * 64));
     if (!d) return -100;
     e = d + n;
     tau = e + n;
-    work = tau + n;
+    work = tau + n;  /* dsytrd's [n, 28], then dormtr's [(n + 65) * 64] */
     rl_dsytrd_l(n, a, n, d, e, tau, work);
     info = rl_dstemr(n, d, e, w, z);
     if (info == 0) {

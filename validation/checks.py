@@ -312,7 +312,8 @@ def _check_r_eigen():
     """pyopnb._eigen.r_eigen against R's eigen: vectors to the bit (signs
     included) on covariances of every structure MRRR treats apart: random,
     zero columns (splits), repeated columns (clusters), binary and rounded
-    data (ties), orders 1 to 60. validation.eigen_signs measures thousands."""
+    data (ties), orders 1 to 60, and orders 150 and 300, where dsyevr blocks
+    its reflectors. validation.eigen_signs measures thousands."""
     from pyopnb._eigen import r_eigen
     from validation.record.record_r_labels import eigen_cases
 
@@ -323,6 +324,14 @@ def _check_r_eigen():
         rbridge.assign("A__", A)
         vecs_r = np.asarray(rbridge.r("eigen(A__)$vectors")).reshape(d, d)
         out.append(compare(f"{d} x {d}, {kind}", BASE_R, r_eigen(A)[1], vecs_r, 0, 0, "bit for bit"))
+    # from order 144 dsyevr applies its reflectors in blocks (dlarft, dlarfb)
+    rng = np.random.default_rng(144)
+    for d in (150, 300):
+        A = _linalg_cov(_scaled(rng.normal(size=(d + 40, d)) * rng.uniform(0.1, 3.0, d)))
+        rbridge.assign("A__", A)
+        vecs_r = np.asarray(rbridge.r("eigen(A__)$vectors")).reshape(d, d)
+        out.append(compare(f"{d} x {d}, random: blocked reflectors", BASE_R, r_eigen(A)[1], vecs_r, 0, 0,
+                           "bit for bit"))
     return out
 
 
