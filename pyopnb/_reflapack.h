@@ -2067,11 +2067,7 @@ static int rl_dstemr(int n, double* d, double* e, double* w, double* z) {
 static void rl_dlarf_left(int len, int m, const double* v, double tau, double* c, int ldc, double* work) {
     int j, r;
     double temp;
-    for (j = 0; j < m; j++) {
-        temp = 0.0;
-        for (r = 0; r < len; r++) temp = temp + RL_A(c, ldc, r, j) * v[r];
-        work[j] = temp;
-    }
+    rl_dgemv_t(len, m, 1.0, c, ldc, v, 0.0, work);
     for (j = 0; j < m; j++) {
         if (work[j] != 0.0) {
             temp = -tau * work[j];

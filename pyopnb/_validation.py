@@ -71,7 +71,27 @@ def frame_matrix(X: Any, name: str) -> Optional[Tuple[np.ndarray, Tuple[Any, ...
     if not columns:
         return np.empty((len(frame), 0)), ()
     numeric = frame.select([nw.col(c).cast(nw.Float64) for c in columns])
-    return np.asarray(numeric.to_numpy(), dtype=np.float64), tuple(columns)
+    M = np.asarray(numeric.to_numpy(), dtype=np.float64)
+    _refuse_r_row_names(M, columns, name)
+    return M, tuple(columns)
+
+
+# what a CSV's unnamed first column is called once read: pandas, then polars and pyarrow
+_UNNAMED_FIRST = ("Unnamed: 0", "")
+
+
+def _refuse_r_row_names(M: np.ndarray, columns: Sequence[Any], name: str) -> None:
+    """R's write.csv writes row names as a first column with no header; read
+    as data, those row numbers become a feature (on rows kept in class order,
+    a label leak). A first column with no name holding distinct whole
+    numbers from 1 up is refused, with the way to read it as row names."""
+    first = M[:, 0] if M.shape[1] else np.empty(0)
+    if (str(columns[0]) in _UNNAMED_FIRST and first.size and np.all(np.isfinite(first))
+            and np.all(first >= 1) and np.all(first == np.floor(first)) and np.unique(first).size == first.size):
+        raise ValueError(f"{name}'s first column ({str(columns[0])!r}) has no name and holds distinct row numbers: "
+                         f"R's write.csv writes row names there, and as a feature they would predict the rows' "
+                         f"order. Read the file with pd.read_csv(path, index_col=0) (polars: drop the column "
+                         f"{str(columns[0])!r}); if it is data, give it a name")
 
 
 def check_X(X: Any, name: str, d: Optional[int] = None, expected: Optional[Sequence[str]] = None) -> np.ndarray:

@@ -275,11 +275,10 @@ def _model_matrix(model, path: str, target: Optional[str] = None):
 def _label_hint(df, model) -> str:
     """Advice naming the file's columns whose values are all among the
     model's classes: one of them is likely the label column."""
-    known = set(level_text(model.ynames)) | {str(c) for c in model.ynames}
+    known = set(level_text(model.ynames))
     candidates = []
     for col in df.columns:
-        vals = df[col].dropna()
-        text = level_text(vals.to_numpy()) if vals.dtype.kind in "biuf" else [str(v) for v in vals]
+        text = level_text(df[col].dropna().to_numpy())
         if text and set(text) <= known:
             candidates.append(str(col))
     if candidates:
@@ -292,8 +291,7 @@ def _as_model_labels(labels, model, path: str) -> np.ndarray:
     """A label column as the model's classes, compared by R's text of each
     (a float 1.0 read from a CSV is the class 1), checked against them."""
     known = level_text(model.ynames)
-    vals = labels.to_numpy()
-    text = level_text(vals) if vals.dtype.kind in "biuf" else [str(v) for v in vals]
+    text = level_text(labels.to_numpy())
     unknown = sorted(set(text) - set(known))
     if unknown:
         raise CLIError(f"{path}: labels {unknown[:5]} are not among the model's classes {known}")

@@ -99,11 +99,10 @@ def factor_values(y: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
     pandas Categorical where y is one, else the levels by row), for the fits
     of a cross-validation."""
     levels, codes = factor(y)
-    cat = _categorical(y)
-    if cat is not None:
+    if _categorical(y) is not None:
         import pandas as pd
 
-        return levels, codes, pd.Categorical.from_codes(codes, categories=cat.remove_unused_categories().categories)
+        return levels, codes, pd.Categorical.from_codes(codes, categories=levels)
     return levels, codes, levels[codes]
 
 

@@ -169,3 +169,28 @@ def test_the_command_line_reads_a_fitted_estimator(pima, tmp_path):
     assert out.returncode == 0, out.stderr
     got = pd.read_csv(tmp_path / "p.csv")["class"].to_numpy()
     np.testing.assert_array_equal(got, clf.predict(pd.DataFrame(pima.X_test, columns=cols)))
+
+
+def test_Rs_row_names_read_as_data_are_refused(pima, tmp_path):
+    # R's write.csv puts row names in a first column with no header: pandas reads it as
+    # 'Unnamed: 0', polars as '', and as a feature the row numbers predict the rows' order
+    rows = [",".join(['""'] + [f'"{c}"' for c in pima.feature_names] + ['"type"'])]
+    for i, (x, t) in enumerate(zip(pima.X_train, pima.y_train)):
+        rows.append(",".join([f'"{i + 1}"'] + [repr(float(v)) for v in x] + [f'"{t}"']))
+    path = tmp_path / "train.csv"
+    path.write_text("\n".join(rows) + "\n")
+    df = pd.read_csv(path)
+    for fit in (lambda X, y: OPNB(X, y, maxit=3), lambda X, y: OPNBClassifier(maxit=3).fit(X, y)):
+        with pytest.raises(ValueError, match=r"first column \('Unnamed: 0'\) has no name and holds distinct row "
+                                             r"numbers.*pd.read_csv\(path, index_col=0\)"):
+            fit(df.drop(columns="type"), df["type"])
+    pl = pytest.importorskip("polars", reason="polars is not installed")
+    with pytest.raises(ValueError, match=r"first column \(''\) has no name"):
+        OPNB(pl.read_csv(path).drop("type"), df["type"].to_numpy(), maxit=3)
+    # read as R meant it, the same data fit as the plain matrix does
+    good = pd.read_csv(path, index_col=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = OPNB(good.drop(columns="type"), good["type"], ndim=2, maxit=5)
+        b = OPNB(pima.X_train, pima.y_train, ndim=2, maxit=5)
+    np.testing.assert_array_equal(a.V, b.V)

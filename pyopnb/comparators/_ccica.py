@@ -122,11 +122,9 @@ class CCICA(ClassDensityClassifier):
         X = X[:, self.varying_]
         self.center_ = X.mean(axis=0)
         Xc = X - self.center_
-        T = np.atleast_2d(np.cov(Xc, rowvar=False, bias=True)) if X.shape[0] > 1 else np.zeros((X.shape[1],) * 2)
-        vals, vecs = np.linalg.eigh(T)
-        keep = vals > _RANK_TOL * max(vals.max(), 0.0) if vals.max() > 0 else np.zeros(vals.size, dtype=bool)
-        if not keep.any():
-            raise ValueError("CCICA: no column of X varies: there is nothing to model")
+        # a varying column gives the total covariance a positive eigenvalue: keep is never empty
+        vals, vecs = np.linalg.eigh(np.atleast_2d(np.cov(Xc, rowvar=False, bias=True)))
+        keep = vals > _RANK_TOL * vals.max()
         self.basis_ = vecs[:, keep] / np.sqrt(vals[keep])
         # the whitening's Jacobian on the range: with every column varying and
         # independent, each class density is a density of x itself
