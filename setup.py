@@ -1,13 +1,9 @@
 """Build the compiled core of pyopnb (metadata lives in pyproject.toml).
 
-One extension per section of the core, sharing declarations through .pxd
-files: _sort (argsorts), _ksum (the kernel-sum recursion, exact and
-binned sums), _passes (the objective's column passes), _grid (the grid
-tables of R's and the journal's binned objectives), _project (Z = XV and R's
-column statistics), _lbfgsb (R's L-BFGS-B), _linalg (fixed-order linear
-algebra), _gaussian (OPGD's diagonal Gaussian objective), _eigen (R's eigen: reference
-LAPACK's symmetric eigensolver, ported); _testing gives tests entry points to pieces the product calls
-from C only.
+``pyopnb/_ksum.pyx`` holds the kernel sums: the one recursion that every
+sum, objective and gradient goes through. Everything else compiled lives in
+the private package ``pyopnb/_core`` (its ``__init__.py`` maps it), one
+extension per concern, sharing declarations through .pxd files.
 """
 import os
 import sys
@@ -17,12 +13,15 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 openmp = [] if sys.platform == "darwin" else ["-fopenmp"]
-MODULES = ("_sort", "_ksum", "_passes", "_grid", "_project", "_lbfgsb", "_linalg", "_gaussian", "_eigen", "_testing")
+# the kernel sums stay at the package's root (the project's fixed layout)
+MODULES = ("_ksum",) + tuple(f"_core.{name}" for name in (
+    "sort", "evaluator", "posteriors", "passes", "grid", "project", "colstats", "linalg", "lbfgsb", "gaussian",
+    "eigen", "testing"))
 
 extensions = [
     Extension(
         f"pyopnb.{name}",
-        [f"pyopnb/{name}.pyx"],
+        [f"pyopnb/{name.replace('.', '/')}.pyx"],
         include_dirs=[np.get_include(), "pyopnb"],
         language="c++",
         # no FMA contraction: sums must round as R's (see _project.project)

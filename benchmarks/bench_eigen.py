@@ -31,8 +31,8 @@ def _r_seconds(A: np.ndarray, repeat: int) -> float:
 def main(argv=None) -> None:
     import scipy.linalg
 
-    from pyopnb import _linalg
-    from pyopnb._eigen import r_eigen
+    from pyopnb._core import colstats, linalg as _linalg
+    from pyopnb._core.eigen import r_eigen
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_eigen", description=__doc__.splitlines()[0])
     ap.add_argument("--orders", type=int, nargs="+", default=[20, 50, 100, 300])

@@ -7,11 +7,11 @@ cdef struct Kernel:
     double binom[4096]
 
 
-cdef struct Tables:
+cdef struct RunningSums:
     double* Ldep
     double* Lincl
     double* R
-    double* T       # each gap's decays: [G, a+1] with one bandwidth, [G, r] with class bandwidths (see _recurse)
+    double* decay   # each gap's decays: [G, a+1] with one bandwidth, [G, r] with class bandwidths (see _recurse)
 
 
 cdef void _make_kernel(const double* beta, int nb, Kernel* ker) noexcept nogil
@@ -30,12 +30,12 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                     const Kernel* ker, const double* Ldep, int dep_a1, const double* Lincl,
                     const double* Rexcl, double* S, double* D, bint logS) noexcept nogil
 
-cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint shared, bint deposits) noexcept nogil
+cdef int _tables_alloc(RunningSums* tb, Py_ssize_t G, int r, int a1, bint shared, bint deposits) noexcept nogil
 
-cdef void _tables_free(Tables* tb) noexcept nogil
+cdef void _tables_free(RunningSums* tb) noexcept nogil
 
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
-                          const double* h, bint shared, const Kernel* ker, Tables* tb,
+                          const double* h, bint shared, const Kernel* ker, RunningSums* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                           const Py_ssize_t* outrow, double* S, double* D, bint logS,
                           bint have_T, int nthr) noexcept nogil

@@ -36,17 +36,17 @@ from libc.math cimport exp, log, log1p, floor, INFINITY
 from libc.stdlib cimport free
 from libc.string cimport memset
 
-from pyopnb._core cimport _MAX_ORDER, _alloc, _data_or_null, _max_threads
+from pyopnb._core.common cimport _MAX_ORDER, _alloc, _data_or_null, _max_threads
 # gaps remembered by _gap_decays
 DEF _GAP_CACHE = 4
 # the recursion runs its passes side by side from this many anchors
 DEF _PAR_ANCHORS = 4096
 
-from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
-from pyopnb._sort cimport _argsort
+from pyopnb._core.decay cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
+from pyopnb._core.sort cimport _argsort
 
-cdef extern from "_sweep.h" nogil:
-    # the default kernel's steps (see _sweep.h), for one weight column
+cdef extern from "_core/sweep.h" nogil:
+    # the default kernel's steps (see _core/sweep.h), for one weight column
     void _forward1 "pyopnb_forward1<double>"(double t0, double t1, double w, double* l0, double* l1)
     void _backward1 "pyopnb_backward1<double>"(double t0, double t1, double w, double* r0, double* r1)
     double _ksum1 "pyopnb_ksum1<double>"(double b0, double b1, double l0, double l1, double r0, double r1)
@@ -114,7 +114,7 @@ cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
     lo[i] the last anchor <= pos[i], goes to the left table of the first anchor
     >= pos[i] and to the right table of the last anchor < pos[i], decayed by
     its distance to each (in the bandwidth of each weight column, see
-    _recurse). Tables are [G, r, a+1], zeroed by the caller."""
+    _recurse). RunningSums are [G, r, a+1], zeroed by the caller."""
     cdef Py_ssize_t i, g, gl, gr
     for i in range(n):
         g = lo[i]
@@ -459,25 +459,25 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                 D[o * r + c] = dd
 
 
-cdef int _tables_alloc(Tables* tb, Py_ssize_t G, int r, int a1, bint shared, bint deposits) noexcept nogil:
+cdef int _tables_alloc(RunningSums* tb, Py_ssize_t G, int r, int a1, bint shared, bint deposits) noexcept nogil:
     # deposit tables only for points between anchors (weights on anchors need none)
     tb.Ldep = <double*> _alloc(G * r * a1 * sizeof(double)) if deposits else NULL
     # (room for two columns at least: _sweep1 takes weight columns in pairs)
     tb.Lincl = <double*> _alloc(G * max(r, 2) * a1 * sizeof(double))
     tb.R = <double*> _alloc(G * max(r, 2) * a1 * sizeof(double))
-    tb.T = <double*> _alloc(G * (a1 if shared else r) * sizeof(double))
-    if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL or tb.T == NULL:
+    tb.decay = <double*> _alloc(G * (a1 if shared else r) * sizeof(double))
+    if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL or tb.decay == NULL:
         return -1
     return 0
 
 
-cdef void _tables_free(Tables* tb) noexcept nogil:
-    free(tb.Ldep); free(tb.Lincl); free(tb.R); free(tb.T)
-    memset(tb, 0, sizeof(Tables))
+cdef void _tables_free(RunningSums* tb) noexcept nogil:
+    free(tb.Ldep); free(tb.Lincl); free(tb.R); free(tb.decay)
+    memset(tb, 0, sizeof(RunningSums))
 
 
 cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
-                          const double* h, bint shared, const Kernel* ker, Tables* tb,
+                          const double* h, bint shared, const Kernel* ker, RunningSums* tb,
                           const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                           const Py_ssize_t* outrow, double* S, double* D, bint logS,
                           bint have_T, int nthr) noexcept nogil:
@@ -487,20 +487,20 @@ cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa
     see _recurse. e NULL: every evaluation point sits on its anchor lo[j],
     lo nondecreasing (exact sums at the sample, grid sums at grid points):
     on one thread, with the default kernel, the passes then run as one
-    sweep (_sweep.h)."""
+    sweep (_core/sweep.h)."""
     if e == NULL and nthr == 1 and ker.a == 1 and not logS:
         if not have_T:
-            _gap_decays(anchors, 1, G, h, shared, 1, r, tb.T)
-        _sweep1(anchors, G, Wa, r, h, shared, ker.beta, ker.gamma, tb.Lincl, tb.R, tb.T, lo, m, outrow, S, D)
+            _gap_decays(anchors, 1, G, h, shared, 1, r, tb.decay)
+        _sweep1(anchors, G, Wa, r, h, shared, ker.beta, ker.gamma, tb.Lincl, tb.R, tb.decay, lo, m, outrow, S, D)
         return
-    _recurse(anchors, G, r, h, shared, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, tb.T, True, have_T, nthr)
+    _recurse(anchors, G, r, h, shared, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, tb.decay, True, have_T, nthr)
     _evaluate_chunks(e, lo, m, outrow, anchors, G, r, h, shared, ker, Wa, 1, tb, S, D, logS, nthr)
 
 
 cdef void _evaluate_chunks(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                            const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
                            const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
-                           const Tables* tb, double* S, double* D, bint logS, int nthr) noexcept nogil:
+                           const RunningSums* tb, double* S, double* D, bint logS, int nthr) noexcept nogil:
     """_evaluate over chunks of points on nthr threads (points are independent)."""
     cdef Py_ssize_t chunk = max(1024, (m + 4 * nthr - 1) // (4 * nthr)), nch = (m + chunk - 1) // chunk, c0
     if nthr == 1 or nch == 1:
@@ -514,7 +514,7 @@ cdef void _evaluate_chunks(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
 cdef inline void _evaluate_chunk(const double* e, const Py_ssize_t* lo, Py_ssize_t s0, Py_ssize_t len0,
                                  const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
                                  const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
-                                 const Tables* tb, double* S, double* D, bint logS) noexcept nogil:
+                                 const RunningSums* tb, double* S, double* D, bint logS) noexcept nogil:
     cdef const double* es = e + s0 if e != NULL else NULL
     if outrow != NULL:
         _evaluate(es, lo + s0, len0, outrow + s0, anchors, G, r, h, shared, ker, dep, dep_a1,
@@ -555,7 +555,7 @@ cdef inline void _sorted_rows(const double* W, Py_ssize_t r, const Py_ssize_t* o
 
 
 cdef int _sample_sums(const double* x, Py_ssize_t n, const double* W, int r, double h, const Kernel* ker,
-                     Tables* tb, Py_ssize_t* order, double* anchors, double* Wa, const double* es,
+                     RunningSums* tb, Py_ssize_t* order, double* anchors, double* Wa, const double* es,
                      const Py_ssize_t* eorder, Py_ssize_t m, Py_ssize_t* lo, double* S, double* D, bint logS,
                      int nthr) noexcept nogil:
     """Exact sums of the sample x [n] with weights W [n, r] (row i: x[i]'s),
@@ -620,7 +620,7 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     cdef Py_ssize_t nmax = int(counts.max())
     cdef Kernel ker
     _make_kernel(&beta[0], beta.shape[0], &ker)
-    cdef Tables tb
+    cdef RunningSums tb
     cdef double h, w
     cdef double* xk = <double*> _alloc(nmax * sizeof(double))
     cdef double* wk = <double*> _alloc(nmax * sizeof(double))
@@ -688,7 +688,7 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef double* Sp = _data_or_null(S)
     cdef double* Dp = _data_or_null(D)
     cdef int a1 = ker.a + 1, bad = 0, nthr = max(1, num_threads)
-    cdef Tables tb
+    cdef RunningSums tb
     cdef Py_ssize_t* order = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
     cdef double* anchors = <double*> _alloc(n * sizeof(double))
     cdef double* Wa = <double*> _alloc(n * r * sizeof(double))
@@ -732,7 +732,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     cdef double delta = (grid[G - 1] - grid[0]) / (G - 1) if G > 1 else 1.0
     cdef double u
     cdef int bad = 0
-    cdef Tables tb
+    cdef RunningSums tb
     cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
     with nogil:
         if _tables_alloc(&tb, G, r, ker.a + 1, True, False) or lo == NULL:

@@ -3,7 +3,7 @@
 Every parallel region of the core runs on the count :func:`resolve` returns:
 
 1. ``threads=`` given to a function or estimator (``-1``: every core this
-   process may use), or to the fit that is calling;
+   process may use); the entry point passes its count to everything it calls;
 2. else the environment variable ``PYOPNB_NUM_THREADS``;
 3. else OpenMP's own setting, ``omp_get_max_threads()`` of the OpenMP runtime
    the core is linked with: ``OMP_NUM_THREADS`` where set, a limit set with
@@ -16,12 +16,10 @@ partitions and adds partial sums in a fixed order.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import contextvars
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-__all__ = ["available_cores", "resolve", "using", "for_blocks"]
+__all__ = ["available_cores", "resolve", "for_blocks"]
 
 
 def available_cores() -> int:
@@ -43,34 +41,18 @@ def _positive(value: Any, what: str) -> int:
 
 
 def resolve(threads: Optional[int] = None) -> int:
-    """The thread count for the core: ``threads``, else the count of an
-    enclosing :func:`using` (a fit's), else ``PYOPNB_NUM_THREADS``, else
-    OpenMP's setting (``OMP_NUM_THREADS``, threadpoolctl), else the cores."""
+    """The thread count for the core: ``threads``, else
+    ``PYOPNB_NUM_THREADS``, else OpenMP's setting (``OMP_NUM_THREADS``,
+    threadpoolctl), else the cores. Each public entry point resolves its
+    count once and passes it down to everything it calls."""
     if threads is not None:
         return _positive(threads, "threads")
-    if _current.get() is not None:
-        return _current.get()
     env = os.environ.get("PYOPNB_NUM_THREADS", "").strip()
     if env:
         return _positive(env, "PYOPNB_NUM_THREADS")
     from . import _ksum
 
     return max(1, int(_ksum.omp_max_threads()))
-
-
-# The count an enclosing call was given (a fit passes its ``threads`` to
-# everything it calls: standardisation, kernel sums, X'dZ).
-_current: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("pyopnb_threads", default=None)
-
-
-@contextlib.contextmanager
-def using(threads: int) -> Iterator[int]:
-    """Within the block, :func:`resolve` without an explicit count gives ``threads``."""
-    token = _current.set(_positive(threads, "threads"))
-    try:
-        yield _current.get()
-    finally:
-        _current.reset(token)
 
 
 _pools: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}

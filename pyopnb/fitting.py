@@ -2,10 +2,11 @@
 and the one L-BFGS-B driver both go through.
 
 The driver checks the data once, lets the formulation set up the problem
-(scaling, bandwidths, start, penalty), maximises the formulation's objective
-with L-BFGS-B as R's optim runs it (:mod:`pyopnb._lbfgsb`), orders the
-optimum's columns as the formulation says, and folds the scaling into the
-model's V. Everything formulation-specific is the formulation's
+(scaling, bandwidths, start, penalty, and the evaluator of its objective,
+bound to the problem once), maximises the objective with L-BFGS-B as R's
+optim runs it (:mod:`pyopnb._core.lbfgsb`), orders the optimum's columns by
+the evaluator's greedy order, and folds the scaling into the model's V.
+Everything formulation-specific is the formulation's
 (:mod:`pyopnb.formulation`).
 """
 from __future__ import annotations
@@ -16,12 +17,12 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _lbfgsb, _linalg, _threads, exceptions
+from . import _threads, exceptions
+from ._core import colstats, lbfgsb as _lbfgsb, linalg as _linalg
 from ._validation import as_nbin, check_maxit, check_ndim, check_X, column_names
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
 from .labels import factor
 from .model import OPNBModel
-from .objective import Workspace
 
 __all__ = ["OPNB", "opnb_journal", "fit"]
 
@@ -73,8 +74,10 @@ def OPNB(
     scale : scale columns to unit sd.
     nbin : bins per projected column, or None for exact sums.
     C : None or a function (Xs, y_codes) -> symmetric (d, d) penalty matrix.
-    correct : optimise the paper's objective (priors once) instead of R's
-        (the "correct" formulation, :class:`pyopnb.formulation.CorrectFormulation`).
+    correct : deprecated (FutureWarning): ``correct=True`` fits the "correct"
+        formulation, R's with the paper's objective (priors once); use
+        ``pyopnb.fitting.fit(X, y, CorrectFormulation(lam=...), ...)`` or
+        ``OPNBClassifier(formulation="correct")``.
     maxit : L-BFGS-B's iteration limit (R's optim control ``maxit``, 100).
         A fit that reaches it ends with convergence code 1 and warns.
     threads : threads for every parallel step (default: ``PYOPNB_NUM_THREADS``,
@@ -83,6 +86,9 @@ def OPNB(
         depend on it.
     callback : called after each L-BFGS iteration with (iteration, objective, gradient norm).
     """
+    if correct:
+        warnings.warn("OPNB(correct=True) is deprecated: use pyopnb.fitting.fit(X, y, CorrectFormulation(...)) or "
+                      "OPNBClassifier(formulation='correct')", FutureWarning, stacklevel=2)
     form = (CorrectFormulation if correct else RFormulation)(lam=lam, V0=V0, C=C, scale=scale)
     return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, caller="OPNB")
 
@@ -139,39 +145,33 @@ def opnb_journal(
 
 class _Objective:
     """The formulation's objective on a flattened (column-major, as R) V, for
-    the optimiser: l(V) - lam pen(V), or the normalised l(V-bar)."""
+    the optimiser: l(V) - lam pen(V), or the normalised l(V-bar), from the
+    setup's evaluator."""
 
-    def __init__(self, form: Formulation, setup: Setup, d: int, ndim: int, nbin: Optional[int], threads: int):
-        # validated once by the fit, not at each of the optimiser's evaluations
-        self.problem = setup.problem
-        self.form = form
+    def __init__(self, setup: Setup, d: int, ndim: int):
         self.setup = setup
-        self.ws = Workspace()
+        self.evaluator = setup.evaluator
         self.d, self.ndim = d, ndim
-        self.nbin, self.threads = nbin, threads
         self.last: Optional[Tuple[np.ndarray, float, np.ndarray]] = None
 
     def unflat(self, v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
 
-    def _evaluate(self, V: np.ndarray, gradient: bool):
-        st = self.setup
-        f, g = self.form.likelihood(V, self.problem, self.nbin, gradient, self.threads, self.ws)
-        if st.pen is not None:
-            f = f - st.lam * st.pen(V)
-            if gradient:
-                g = g - st.lam * st.dpen(V)
-        return f, g
-
     def value(self, V: np.ndarray) -> float:
-        return self._evaluate(V, False)[0]
+        st = self.setup
+        f = self.evaluator.value(V)
+        return f if st.pen is None else f - st.lam * st.pen(V)
 
     def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
+        st = self.setup
         V = self.unflat(v)
         try:
-            F, G = self._evaluate(V, True)
+            F, G = self.evaluator.value_and_grad(V)
         except ValueError as exc:  # a zero column of the normalised objective
             raise FloatingPointError(str(exc)) from None
+        if st.pen is not None:
+            F = F - st.lam * st.pen(V)
+            G = G - st.lam * st.dpen(V)
         self.last = (v.copy(), F, G)
         if not math.isfinite(F) or not np.isfinite(G).all():
             # R's optim stops with "L-BFGS-B needs finite values of 'fn'"
@@ -209,25 +209,23 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     maxit = check_maxit(maxit)
     thr = _threads.resolve(threads)
     names = column_names(X)
-    with _threads.using(thr):
-        st = form.setup(Xa, codes, levels, nd, names)
-        obj = _Objective(form, st, d, nd, nbin_v, thr)
-        Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
-        if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
-            fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
-        else:
-            fval = obj.value(Vopt)
-        norms = _linalg.col_norms(Vopt)
-        if np.any(norms == 0):
-            raise ValueError("a column of V is zero: the projection is degenerate (check V0 and C)")
-        Vopt, norms = form.final_columns(Vopt, norms)
-        # R's binned objective: the workspace now holds Vopt's tables either way
-        order = form.column_order(Vopt, st.problem, nbin_v, thr, obj.ws)
+    st = form.setup(Xa, codes, levels, nd, names, nbin_v, thr)
+    obj = _Objective(st, d, nd)
+    Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
+    if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
+        fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
+    else:
+        fval = obj.value(Vopt)
+    norms = colstats.col_norms(Vopt)
+    if np.any(norms == 0):
+        raise ValueError("a column of V is zero: the projection is degenerate (check V0 and C)")
+    Vopt, norms = form.final_columns(Vopt, norms)
+    order = st.evaluator.order_columns(Vopt)
     Vopt, norms = Vopt[:, order], norms[order]
     h = np.outer(st.problem.h, 1.0 / norms)
     Vn = Vopt / norms
-    if st.T is not None:
-        Vn = _linalg.matmul(st.T, Vn)
+    if st.prescale is not None:
+        Vn = _linalg.matmul(st.prescale, Vn, thr)
     return OPNBModel(V=Vn * st.scales[:, None], X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
                      scales=st.scales, ynames=levels, lam=st.lam, fval=float(fval), feature_names=names,
                      convergence=convergence)
@@ -238,7 +236,7 @@ def _optimise(obj: _Objective, V: np.ndarray, maxit: int, callback: Optional[Cal
     """(the optimum, R's optim code) by L-BFGS-B from V, with the warnings the outcome calls for."""
     def _cb(iteration: int, x: np.ndarray, f: float, g: np.ndarray) -> None:
         if callback is not None:
-            callback(iteration, -float(f), float(np.sqrt(_linalg.r_sum(g * g))))
+            callback(iteration, -float(f), float(np.sqrt(colstats.r_sum(g * g))))
 
     try:
         res = _lbfgsb.minimize(obj, V.ravel(order="F"), callback=_cb, maxit=maxit, **_LBFGS)

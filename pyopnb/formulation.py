@@ -15,8 +15,9 @@ them for ``OPNBClassifier``, the command line and the study.
     (squared priors in the exact value; a binned gradient that is not the
     derivative of the binned value).
 ``CorrectFormulation`` ("correct")
-    R's formulation with the paper's objective: priors once, and a binned
-    value whose gradient is its exact derivative.
+    R's formulation (its scaling, start and penalty, from
+    ``PenalisedFormulation``) with the paper's objective: priors once, and a
+    binned value whose gradient is its exact derivative.
 ``JournalFormulation`` ("journal")
     The method as published (the journal version, section 2 and section 4.2
     item 8): l at V with unit-norm columns (no penalty, priors once), class
@@ -25,8 +26,12 @@ them for ``OPNBClassifier``, the command line and the study.
     optionally data pre-scaled by Sigma_W^(-1/2) (the paper's remedy on
     Hill-Valley, section 4.5).
 
-A fourth formulation is one class with these methods and one line in
-``FORMULATIONS``.
+Each formulation makes its choice of objective once, in ``evaluator``: an
+:class:`pyopnb.evaluation.Evaluator` bound to the fit's problem, bins and
+threads, that computes l, its gradient and the greedy column order. A
+fourth formulation is one class with these methods and one line in
+``FORMULATIONS``; one that needs arithmetic of its own also subclasses the
+compiled evaluations' interface, ``pyopnb.evaluation.CoreEvaluator``.
 """
 from __future__ import annotations
 
@@ -35,14 +40,15 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _eigen, _linalg, _project, _threads
+from . import _threads
+from ._core import colstats, eigen as _eigen, linalg as _linalg
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
-from .objective import (CORRECT_BEHAVIOUR, R_BEHAVIOUR, Behaviour, Problem, Workspace, check_problem, evaluate,
-                        evaluate_normalised, grid_tables)
+from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, column_passes, interp_grid,
+                         r_grid)
 
-__all__ = ["Formulation", "RFormulation", "CorrectFormulation", "JournalFormulation", "FORMULATIONS",
-           "formulation", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
+__all__ = ["Formulation", "PenalisedFormulation", "RFormulation", "CorrectFormulation", "JournalFormulation",
+           "FORMULATIONS", "formulation", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
            "r_standardise", "r_start", "greedy_order"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
@@ -54,31 +60,37 @@ _SD_ZERO = 1e-20
 @dataclass
 class Setup:
     """What a formulation hands the driver: the data as optimised, the start
-    V, the objective's terms, and how to map the optimum back to raw data.
+    V, the evaluator of its l, the penalty, and how to map the optimum back
+    to raw data.
 
-    T : (d, d) matrix such that projections of the scaled data are
-    ``Xs_raw_scaled @ T @ V``, or None for the identity (pre-scaling).
+    prescale : (d, d) matrix such that projections of the scaled data are
+    ``Xs_raw_scaled @ prescale @ V``, or None for the identity.
     """
 
     mu: np.ndarray
     scales: np.ndarray
-    T: Optional[np.ndarray]
-    problem: Problem
+    prescale: Optional[np.ndarray]
+    evaluator: Evaluator
     V: np.ndarray
     lam: float
     pen: Optional[Callable[[np.ndarray], float]]
     dpen: Optional[Callable[[np.ndarray], np.ndarray]]
 
+    @property
+    def problem(self) -> Problem:
+        """The validated problem the evaluator is bound to."""
+        return self.evaluator.problem
+
 
 def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
-                       levels: Optional[np.ndarray] = None) -> np.ndarray:
+                       levels: Optional[np.ndarray] = None, threads: Optional[int] = None) -> np.ndarray:
     """h_k = 0.54 gamma (trace(Sigma_k) / p)^(1/2) n_k^(-1/5): Sigma_k the
     sample covariance (n_k - 1) of class k, p the number of columns that vary
     (zeroed constant columns are not counted). One bandwidth per class,
     used on every projected column. Variances as R's var (long double)."""
-    thr = _threads.resolve()
+    thr = _threads.resolve(threads)
     Xs = np.ascontiguousarray(Xs, dtype=np.float64)
-    p = int(np.sum(_project.r_var(Xs, thr) > 0)) if Xs.shape[0] > 1 else 0
+    p = int(np.sum(colstats.r_var(Xs, thr) > 0)) if Xs.shape[0] > 1 else 0
     p = p or Xs.shape[1]
     h = np.empty(K)
     for k in range(K):
@@ -87,7 +99,7 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
         if Xk.shape[0] < 2:
             raise ValueError(f"class {name} has {Xk.shape[0]} row: the journal bandwidth needs at least 2 "
                              f"rows of every class")
-        tr = _linalg.r_sum(_project.r_var(Xk, thr))
+        tr = colstats.r_sum(colstats.r_var(Xk, thr))
         if not tr > 0:
             raise ValueError(f"class {name} does not vary (all its rows are equal): its bandwidth would be 0")
         h[k] = _SILVERMAN_054 * gamma * np.sqrt(tr / p) * Xk.shape[0] ** -0.2
@@ -98,21 +110,21 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
 # R's data scaling, start and penalty (R OPNB 1.0's steps 2-5)
 # ---------------------------------------------------------------------------
 
-def r_colmeans(X: np.ndarray) -> np.ndarray:
+def r_colmeans(X: np.ndarray, threads: Optional[int] = None) -> np.ndarray:
     """R's colMeans: each column summed left to right in long double, over n."""
-    return _project.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
+    return colstats.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve(threads))
 
 
-def r_sd(X: np.ndarray) -> np.ndarray:
+def r_sd(X: np.ndarray, threads: Optional[int] = None) -> np.ndarray:
     """R's sd per column: a refined long-double mean, then a long-double sum of
     squared deviations over n - 1, all summed left to right. Matching R to
     the bit matters: the start's eigenvector signs, and so R's binned fits,
     can change with an ulp of the scaled data."""
-    return _project.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve())
+    return colstats.r_sd(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve(threads))
 
 
-def r_standardise(X: np.ndarray, scale: bool = True,
-                  names: Optional[Tuple[str, ...]] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, ...]] = None,
+                  threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """R OPNB's steps 2-3, to the bit: (mu, scales, Xs).
 
     mu = colMeans(X); scales = 1/sd of the centred columns (0 for sd < 1e-20,
@@ -123,8 +135,8 @@ def r_standardise(X: np.ndarray, scale: bool = True,
     1e154) is an error naming it (R would zero it silently).
     """
     n, d = X.shape
-    thr = _threads.resolve()
-    mu = r_colmeans(X)
+    thr = _threads.resolve(threads)
+    mu = r_colmeans(X, thr)
     Xc = np.empty((n, d))
 
     def centre(s: int, e: int) -> None:
@@ -132,7 +144,7 @@ def r_standardise(X: np.ndarray, scale: bool = True,
 
     _threads.for_blocks(n, centre, thr)  # elementwise: the same bits on any blocks
     if scale:
-        sd = r_sd(Xc) if n > 1 else np.zeros(d)
+        sd = r_sd(Xc, thr) if n > 1 else np.zeros(d)
         if not np.all(np.isfinite(sd)):
             j = int(np.flatnonzero(~np.isfinite(sd))[0])
             col = f"'{names[j]}'" if names else str(j)
@@ -154,7 +166,7 @@ def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
     double, over V's entries column by column), or the sum over columns of
     t(v) %*% Cmat %*% v; and 2 V or 2 Cmat %*% V (products in R's order)."""
     if C is None:
-        return (lambda V: _linalg.r_sum(np.ravel(V * V, order="F"))), (lambda V: 2.0 * V)
+        return (lambda V: colstats.r_sum(np.ravel(V * V, order="F"))), (lambda V: 2.0 * V)
     Cmat = np.asarray(C(Xs, y1), dtype=np.float64)
     if Cmat.shape != (d, d):
         raise ValueError(f"C must return a {d} x {d} matrix (d = columns of X), got shape {Cmat.shape}")
@@ -165,13 +177,13 @@ def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
     Cmat = np.ascontiguousarray(Cmat)
 
     def pen(V: np.ndarray) -> float:
-        return _linalg.r_sum([_linalg.matmul(_linalg.matmul(V[None, :, t], Cmat), V[:, t:t + 1])[0, 0]
+        return colstats.r_sum([_linalg.matmul(_linalg.matmul(V[None, :, t], Cmat), V[:, t:t + 1])[0, 0]
                               for t in range(V.shape[1])])
 
     return pen, (lambda V: 2.0 * _linalg.matmul(Cmat, V))
 
 
-def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
+def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int, threads: Optional[int] = None) -> np.ndarray:
     """R's start on the scaled data: V0 as given (a matrix, or a function of
     (Xs, y, ndim) with y 1-based, as R's OPNB calls it), else the leading
     ndim eigenvectors of cov(Xs); ``V0="R"`` computes those in R itself
@@ -188,7 +200,7 @@ def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int) -> np.ndarray:
         # the first ndim eigenvectors of R's cov(Xs), by decreasing eigenvalue,
         # as R's eigen computes them with reference LAPACK: their signs decide
         # where R's binned fits go (its objective tells a column's signs apart)
-        vals, vecs = _eigen.r_eigen(_linalg.r_cov(np.ascontiguousarray(Xs), _threads.resolve()))
+        vals, vecs = _eigen.r_eigen(colstats.r_cov(np.ascontiguousarray(Xs), _threads.resolve(threads)))
         return np.ascontiguousarray(vecs[:, :ndim])
     out = V0(Xs, y1, ndim) if callable(V0) else V0
     V = np.asarray(out, dtype=np.float64)
@@ -216,24 +228,20 @@ class Formulation:
     params: ClassVar[Dict[str, Any]]
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
-              names: Optional[Tuple[str, ...]] = None) -> Setup:
-        """The data as optimised, the start V and the penalty."""
+              names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
+              threads: Optional[int] = None) -> Setup:
+        """The data as optimised, the start V, the evaluator of l bound to
+        the problem, ``nbin`` (None: exact sums) and ``threads``, and the
+        penalty."""
         raise NotImplementedError
 
-    def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
-                   threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
-        """The formulation's l (no penalty) at V, of any number of columns, and its gradient."""
+    def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
+        """The formulation's l on ``problem`` (no penalty), made once per fit."""
         raise NotImplementedError
 
     def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The optimum's columns and norms as the model takes them: V's own."""
         return V, norms
-
-    def column_order(self, V: np.ndarray, problem: Problem, nbin: Optional[int], threads: int,
-                     ws: Optional[Workspace]) -> List[int]:
-        """R's column order: forward selection by l (lam = 0), ties to the first."""
-        return greedy_order(V.shape[1], lambda chosen, j: self.likelihood(
-            np.ascontiguousarray(V[:, chosen + [j]]), problem, nbin, False, threads, ws)[0])
 
     def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
                          words: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
@@ -288,18 +296,17 @@ def greedy_order(ndim: int, score: Callable[[List[int], int], float]) -> List[in
 
 
 @dataclass(repr=False)
-class RFormulation(Formulation):
-    """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`)."""
+class PenalisedFormulation(Formulation):
+    """R OPNB 1.0's penalised formulation without its choice of objective:
+    R's scaling, start and penalty (see :func:`pyopnb.OPNB`), shared by
+    ``RFormulation`` and ``CorrectFormulation``."""
 
     lam: float = 1e-3
     V0: Any = None
     C: Optional[Callable] = None
     scale: bool = True
 
-    name: ClassVar[str] = "R"
     params: ClassVar[Dict[str, Any]] = {"lam": 1e-3, "scale": True, "C": None, "V0": None}
-    # how the objective is computed (objective.evaluate)
-    behaviour: ClassVar[Behaviour] = R_BEHAVIOUR
 
     def __post_init__(self) -> None:
         self.lam = check_lam(self.lam)
@@ -307,38 +314,35 @@ class RFormulation(Formulation):
             raise ValueError(f"scale must be True or False, got {label_text(self.scale)}")
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
-              names: Optional[Tuple[str, ...]] = None) -> Setup:
+              names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
+              threads: Optional[int] = None) -> Setup:
+        thr = _threads.resolve(threads)
         K = levels.size
-        mu, scales, Xs = r_standardise(Xa, self.scale, names)
+        mu, scales, Xs = r_standardise(Xa, self.scale, names, thr)
         PI = np.bincount(codes, minlength=K) / codes.size
         problem = check_problem(Xs, codes.astype(np.int32), PI, np.ones(K))
         y1 = codes + 1
-        V = r_start(self.V0, Xs, y1, ndim)
+        V = r_start(self.V0, Xs, y1, ndim, thr)
         pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
-        return Setup(mu, scales, None, problem, V, self.lam, pen, dpen)
+        return Setup(mu, scales, None, self.evaluator(problem, nbin, thr), V, self.lam, pen, dpen)
 
-    def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
-                   threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
-        """l(V) (R's) and its gradient in V."""
-        return evaluate(V, problem, nbin, self.behaviour, gradient, threads, ws)
+    def _remedies(self, nbin: Optional[int]) -> List[str]:
+        return ["lam"] + super()._remedies(nbin)
 
-    def column_order(self, V: np.ndarray, problem: Problem, nbin: Optional[int], threads: int,
-                     ws: Optional[Workspace]) -> List[int]:
-        """R's order. Binned, each column's grid densities do not depend on the
-        others: the subsets' values are read off the columns' grid tables
-        (the workspace's, built at V by the fit's last evaluation)."""
-        if nbin is None:
-            return super().column_order(V, problem, nbin, threads, ws)
-        tables = None if ws is None else ws.tables
-        if tables is None:
-            tables = grid_tables(_project.project(problem.X, V, threads), problem, nbin, False, threads)
-        logprior = _linalg.c_log_array(problem.PI)
-        chosen: List[int] = []
-        remaining = list(range(V.shape[1]))
-        while remaining:
-            best = int(np.argmax(tables.subset_values(chosen, remaining, logprior)))  # the first of the maxima
-            chosen.append(remaining.pop(best))
-        return chosen
+
+@dataclass(repr=False)
+class RFormulation(PenalisedFormulation):
+    """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`)."""
+
+    name: ClassVar[str] = "R"
+
+    def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
+        """R's l: exact sums with R's squared priors in the value, or R's
+        binned f_NB_cpp / df_NB_cpp (densities read at each point's grid
+        point; the gradient is not the value's derivative)."""
+        core = (column_passes(problem, None, threads, squared_priors=True) if nbin is None
+                else r_grid(problem, nbin, threads))
+        return Evaluator(problem, core, nbin, threads)
 
     def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
                          words: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
@@ -348,22 +352,18 @@ class RFormulation(Formulation):
             return None
         return super().convergence_note(code, nbin, maxit, words)
 
-    def _remedies(self, nbin: Optional[int]) -> List[str]:
-        return ["lam"] + super()._remedies(nbin)
-
 
 @dataclass(repr=False)
-class CorrectFormulation(RFormulation):
+class CorrectFormulation(PenalisedFormulation):
     """R's formulation (scaling, start, penalty) with the paper's objective:
     priors counted once, and binned, linear binning with each point's
     density summed from the binned weights and its exact gradient."""
 
     name: ClassVar[str] = "correct"
-    behaviour: ClassVar[Behaviour] = CORRECT_BEHAVIOUR
 
-    # the paper's objective has none of R's binned shortcuts or defects
-    column_order = Formulation.column_order
-    convergence_note = Formulation.convergence_note
+    def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
+        """The paper's l, exact or linearly binned, with its exact gradient."""
+        return Evaluator(problem, column_passes(problem, nbin, threads), nbin, threads)
 
 
 @dataclass(repr=False)
@@ -383,7 +383,9 @@ class JournalFormulation(Formulation):
             raise ValueError(f"prescale must be True or False, got {label_text(self.prescale)}")
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
-              names: Optional[Tuple[str, ...]] = None) -> Setup:
+              names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
+              threads: Optional[int] = None) -> Setup:
+        thr = _threads.resolve(threads)
         K = levels.size
         # The rows in one order whatever order they came in: a sum's last bits
         # depend on its order, and the binned objective's L-BFGS-B path turns
@@ -393,24 +395,26 @@ class JournalFormulation(Formulation):
         order = np.lexsort(np.vstack([Xa.T[::-1], codes[None, :]]))
         Xa, codes = np.ascontiguousarray(Xa[order]), np.ascontiguousarray(codes[order])
         # the paper's protocol: each variable over its training sd (constant ones zeroed)
-        mu, scales, Xs = r_standardise(Xa, True, names)
-        T = None
+        mu, scales, Xs = r_standardise(Xa, True, names, thr)
+        prescale = None
         if self.prescale:
-            T, _ = inv_sqrt(within_between(Xs, codes, K)[0])
-            Xs = _linalg.matmul(Xs, T, _threads.resolve())
-        h = journal_bandwidths(Xs, codes, K, self.gamma, levels)
+            prescale, _ = inv_sqrt(within_between(Xs, codes, K, thr)[0])
+            Xs = _linalg.matmul(Xs, prescale, thr)
+        h = journal_bandwidths(Xs, codes, K, self.gamma, levels, thr)
         PI = np.bincount(codes, minlength=K) / codes.size
         problem = check_problem(Xs, codes.astype(np.int32), PI, h)
         if self.V0 is None:
-            V = lda_start(Xs, codes, K, ndim)
+            V = lda_start(Xs, codes, K, ndim, thr)
         else:
-            V = r_start(self.V0, Xs, codes + 1, ndim)
-        return Setup(mu, scales, T, problem, V, 0.0, None, None)
+            V = r_start(self.V0, Xs, codes + 1, ndim, thr)
+        return Setup(mu, scales, prescale, self.evaluator(problem, nbin, thr), V, 0.0, None, None)
 
-    def likelihood(self, V: np.ndarray, problem: Problem, nbin: Optional[int], gradient: bool,
-                   threads: int, ws: Optional[Workspace]) -> Tuple[float, Optional[np.ndarray]]:
-        """l(V-bar), V's columns normalised, and its gradient in V."""
-        return evaluate_normalised(V, problem, nbin, gradient, threads, ws)
+    def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
+        """l(V-bar), V's columns normalised, and its gradient in V: exact
+        sums, or each column's class log densities on its grid interpolated
+        at the points (a value that moves smoothly with z)."""
+        core = column_passes(problem, None, threads) if nbin is None else interp_grid(problem, nbin, threads)
+        return NormalisedEvaluator(problem, core, nbin, threads)
 
     def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The value is V-bar's: the model (and the greedy order) takes unit columns."""

@@ -7,7 +7,8 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
-from . import _linalg, _project, _threads
+from . import _threads
+from ._core import colstats, linalg as _linalg, project as _project
 from ._validation import check_ndim, check_X, label_text
 from .naive_bayes import class_log_densities, posteriors
 
@@ -91,11 +92,11 @@ class OPNBModel:
                 f"({CONVERGENCE.get(self.convergence, 'unknown code')}))")
 
 
-def projection(X: np.ndarray, mu: np.ndarray, V: np.ndarray) -> np.ndarray:
+def projection(X: np.ndarray, mu: np.ndarray, V: np.ndarray, threads: Optional[int] = None) -> np.ndarray:
     """(X - mu) V [m, ndim] as R's sweep(X, 2, mu) %*% V: each entry summed
     over the features in order (the same bits on every CPU)."""
     return np.ascontiguousarray(_project.project(np.ascontiguousarray(X - mu), np.ascontiguousarray(V),
-                                                 _threads.resolve()).T)
+                                                 _threads.resolve(threads)).T)
 
 
 # ---------------------------------------------------------------------------
@@ -103,7 +104,7 @@ def projection(X: np.ndarray, mu: np.ndarray, V: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndim: int, log: bool,
-                         first: int = 0) -> np.ndarray:
+                         threads: int, first: int = 0) -> np.ndarray:
     """[m, K]: log f_k (log=True) or the product densities f_k, per R's
     predict, over the model's columns first..first + ndim - 1 (pte and ptr
     hold those columns)."""
@@ -111,7 +112,8 @@ def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndi
     counts = np.bincount(y0, minlength=model.nc)
     if np.any(counts == 0):
         raise ValueError(f"class {label_text(model.ynames[int(np.argmin(counts))])} has no training points in the model")
-    return class_log_densities(ptr[:, :ndim], y0, model.nc, model.h[:, first:first + ndim], pte[:, :ndim], log)
+    return class_log_densities(ptr[:, :ndim], y0, model.nc, model.h[:, first:first + ndim], pte[:, :ndim], log,
+                               threads=threads)
 
 
 def check_model(model: Any) -> OPNBModel:
@@ -142,23 +144,22 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
 
     Returns a dict with ``posterior`` (m, K) and ``class`` (m,) of labels.
     """
-    with _threads.using(_threads.resolve(threads)):
-        return _predict(check_model(model), Xte, ndim, log)
+    return _predict(check_model(model), Xte, ndim, log, _threads.resolve(threads))
 
 
-def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool) -> Dict[str, np.ndarray]:
+def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool, thr: int) -> Dict[str, np.ndarray]:
     d, full = model.V.shape
     nd = full if ndim is None else check_ndim(ndim, full, "the model's columns, ncol(V)")
     Xa = check_X(Xte, "Xte", d, model.feature_names)
     V = np.ascontiguousarray(model.V[:, :nd])
-    ptr = projection(model.X, model.mu, V)
-    pte = projection(Xa, model.mu, V)
+    ptr = projection(model.X, model.mu, V, thr)
+    pte = projection(Xa, model.mu, V, thr)
     if log:
-        logden = _linalg.c_log_array(model.PI) + _class_log_densities(model, pte, ptr, nd, True)
-        logpost, post = posteriors(logden)
+        logden = _linalg.c_log_array(model.PI) + _class_log_densities(model, pte, ptr, nd, True, thr)
+        logpost, post = posteriors(logden, thr)
         cls = model.ynames[np.argmax(logden, axis=1)]
         return {"posterior": post, "class": cls, "log_posterior": logpost}
-    den = model.PI * _class_log_densities(model, pte, ptr, nd, False)
+    den = model.PI * _class_log_densities(model, pte, ptr, nd, False, thr)
     lost = np.isnan(den) | (den <= 0)
     n_lost = int(lost.all(axis=1).sum())
     if n_lost:
@@ -168,7 +169,7 @@ def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool) -> Dict
             f"they become machine epsilon, so those rows get a uniform posterior and the first class. "
             f"predict(..., log=True) computes in log space and has no such rows.", RuntimeWarning, stacklevel=2)
     den = np.ascontiguousarray(np.where(lost, _MACHINE_EPS, den))
-    post = den / _linalg.r_rowsums(den)[:, None]
+    post = den / colstats.r_rowsums(den)[:, None]
     return {"posterior": post, "class": model.ynames[np.argmax(post, axis=1)]}
 
 
@@ -178,12 +179,12 @@ def staged_log_joint(model: OPNBModel, Xte: Any, threads: Optional[int] = None) 
     every ndim. Each is bitwise ``predict(model, Xte, ndim, log=True)``'s,
     for the cost of one predict with every column."""
     model = check_model(model)
-    with _threads.using(_threads.resolve(threads)):
-        Xa = check_X(Xte, "Xte", model.V.shape[0], model.feature_names)
-        ptr = projection(model.X, model.mu, model.V)
-        pte = projection(Xa, model.mu, model.V)
-        total = np.zeros((Xa.shape[0], model.nc))
-        logprior = _linalg.c_log_array(model.PI)
-        for t in range(model.V.shape[1]):
-            total += _class_log_densities(model, pte[:, t:t + 1], ptr[:, t:t + 1], 1, True, t)
-            yield logprior + total
+    thr = _threads.resolve(threads)
+    Xa = check_X(Xte, "Xte", model.V.shape[0], model.feature_names)
+    ptr = projection(model.X, model.mu, model.V, thr)
+    pte = projection(Xa, model.mu, model.V, thr)
+    total = np.zeros((Xa.shape[0], model.nc))
+    logprior = _linalg.c_log_array(model.PI)
+    for t in range(model.V.shape[1]):
+        total += _class_log_densities(model, pte[:, t:t + 1], ptr[:, t:t + 1], 1, True, thr, t)
+        yield logprior + total

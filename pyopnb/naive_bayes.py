@@ -12,14 +12,15 @@ from typing import Optional
 
 import numpy as np
 
-from . import _ksum, _linalg, _passes, _threads
+from . import _ksum, _threads
+from ._core import linalg as _linalg, posteriors as _posteriors
 from .ksum import DEFAULT_BETA, fk_sum
 
 __all__ = ["class_log_densities", "posteriors"]
 
 
 def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, Zte: np.ndarray,
-                        log: bool = True, nbin: Optional[int] = None) -> np.ndarray:
+                        log: bool = True, nbin: Optional[int] = None, threads: Optional[int] = None) -> np.ndarray:
     """[m, K]: sum_t log f_kt(Zte[:, t]) (``log``), or the products of the
     f_kt, where f_kt(z) = 1/(n_k H[k, t]) sum_{i: y0_i = k} K((z - Ztr[i, t]) / H[k, t])
     with OPNB's kernel K(u) = (1 + |u|) exp(-|u|) / 4 and exact sums.
@@ -29,9 +30,9 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
     density), so the log densities are right where the products (R's way)
     round to 0. ``nbin``: FKSUM's binned sums instead (log space only; a
     density that is not positive there gives -inf, for the caller to redo
-    exactly).
+    exactly). ``threads``: as everywhere (``pyopnb._threads.resolve``).
     """
-    thr = _threads.resolve()
+    thr = _threads.resolve(threads)
     if nbin is None:
         return _ksum.class_sums(np.ascontiguousarray(Ztr, dtype=np.float64), np.ascontiguousarray(y0, dtype=np.intp),
                                 K, np.ascontiguousarray(H, dtype=np.float64),
@@ -54,10 +55,10 @@ def class_log_densities(Ztr: np.ndarray, y0: np.ndarray, K: int, H: np.ndarray, 
     return out
 
 
-def posteriors(log_joint: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+def posteriors(log_joint: np.ndarray, threads: Optional[int] = None) -> "tuple[np.ndarray, np.ndarray]":
     """(log posteriors, posteriors) [m, K] from log(PI_k f_k) [m, K], by
     Bayes' rule in log space (each row's largest term taken out before exp),
     with the C library's exp and log, so no row underflows and the bits do
     not depend on numpy's SIMD level. Serves OPNB's ``predict``, the
     estimator and every comparator."""
-    return _passes.posteriors(np.ascontiguousarray(log_joint, dtype=np.float64), _threads.resolve())
+    return _posteriors.posteriors(np.ascontiguousarray(log_joint, dtype=np.float64), _threads.resolve(threads))

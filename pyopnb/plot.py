@@ -5,7 +5,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._linalg import c_log_array
+from ._core.linalg import c_log_array
 from ._validation import check_X, label_text
 from .model import OPNBModel, check_model, projection
 from .naive_bayes import class_log_densities

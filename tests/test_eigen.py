@@ -1,10 +1,10 @@
-"""R's eigen, ported (pyopnb._eigen): the eigensystem itself, its errors, and
+"""R's eigen, ported (pyopnb._core.eigen): the eigensystem itself, its errors, and
 the default start it gives. Bit-for-bit agreement with R's eigen is checked
 in validation/ (recorded matrices, and live R where it is installed)."""
 import numpy as np
 import pytest
 
-from pyopnb._eigen import r_eigen
+from pyopnb._core.eigen import r_eigen
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 33, 61])

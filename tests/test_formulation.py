@@ -5,13 +5,19 @@ import pytest
 
 from pyopnb import OPNB
 from pyopnb.discriminant import lda_start, within_between
-from pyopnb.formulation import FORMULATIONS, RFormulation, formulation, journal_bandwidths
+from pyopnb.fitting import fit
+from pyopnb.formulation import FORMULATIONS, CorrectFormulation, RFormulation, formulation, journal_bandwidths
 from pyopnb.objective import f_NB_exact
 
 
 def test_correct_objective_switch(pima):
     r = OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None)
-    c = OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, correct=True)
+    with pytest.warns(FutureWarning, match=r"OPNB\(correct=True\) is deprecated"):
+        c = OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, correct=True)
+    # the deprecated flag is the "correct" formulation, to the bit
+    same = fit(pima.X_train, pima.y_train, CorrectFormulation(), ndim=2, nbin=None)
+    assert same.fval == c.fval
+    np.testing.assert_array_equal(same.V, c.V)
     assert r.fval != pytest.approx(c.fval, rel=1e-6)  # unequal classes: squared priors change the fit
     # the correct fit's fval is the paper's objective at its V
     Xs = (pima.X_train - c.mu) * c.scales

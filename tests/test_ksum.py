@@ -219,7 +219,7 @@ def test_bad_input(kwargs, match):
 @pytest.mark.parametrize("n", [1, 2, 17, 150, 2047, 2048, 2049, 65535, 65536, 65537, 3 * 65536 + 5, 300_001])
 def test_radix_argsort_is_numpys_stable_argsort(n):
     # sizes around the chunk length exercise the merge-path split of the last merges
-    from pyopnb._testing import argsort
+    from pyopnb._core.testing import argsort
 
     rng = np.random.default_rng(n)
     x = np.round(rng.standard_normal(n), 2)  # many ties
@@ -236,7 +236,7 @@ def test_hinted_argsort_is_the_stable_argsort_from_any_start(n):
     """The sort that starts from a column's previous order: the stable order
     whether the hint is that order, a nearly right one, none, or a reversed
     one (too many moves: the full sort takes over); the hint then holds it."""
-    from pyopnb._testing import argsort_hinted
+    from pyopnb._core.testing import argsort_hinted
 
     rng = np.random.default_rng(n)
     x = np.round(rng.standard_normal(n), 1)  # ties, broken by index as the stable sort does

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pyopnb import _lbfgsb
+from pyopnb._core import lbfgsb as _lbfgsb
 
 
 def rosenbrock(x):

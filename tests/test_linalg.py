@@ -1,4 +1,4 @@
-"""The fixed-order linear algebra (pyopnb._linalg): each result against a
+"""The fixed-order linear algebra (pyopnb._core.linalg): each result against a
 reference summed in the stated order, on every vector path and thread
 count; the Jacobi eigensolver against numpy's to rounding, with its sign
 convention. Bit-equality with R's own cov, crossprod and sums is checked
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pyopnb import _linalg, _project
+from pyopnb._core import colstats, linalg as _linalg, project as _project
 
 
 @pytest.fixture
@@ -75,14 +75,14 @@ def test_R_sums_accumulate_in_long_double_in_order():
     cols = [np.longdouble(0)] * 4
     for i in range(50):
         cols = [c + v for c, v in zip(cols, ld[i])]
-    np.testing.assert_array_equal(_linalg.r_colsums(X), np.array(cols, dtype=np.float64))
+    np.testing.assert_array_equal(colstats.r_colsums(X), np.array(cols, dtype=np.float64))
     rows = np.array([sum(ld[i, j] for j in range(4)) for i in range(50)], dtype=np.float64)
-    np.testing.assert_array_equal(_linalg.r_rowsums(X), rows)
+    np.testing.assert_array_equal(colstats.r_rowsums(X), rows)
     total = np.longdouble(0)
     for v in X.ravel():
         total += np.longdouble(v)
-    assert _linalg.r_sum(X.ravel()) == float(total)
-    np.testing.assert_array_equal(_linalg.col_norms(X), np.sqrt(_linalg.r_colsums(X * X)))
+    assert colstats.r_sum(X.ravel()) == float(total)
+    np.testing.assert_array_equal(colstats.col_norms(X), np.sqrt(colstats.r_colsums(X * X)))
 
 
 def test_R_cov_in_its_order():
@@ -110,10 +110,10 @@ def test_R_cov_in_its_order():
                 s += (ld[k, i] - m[i]) * (ld[k, j] - m[j])
             ref[i, j] = np.float64(s / (n - 1))
     for threads in (1, 2, 7):
-        np.testing.assert_array_equal(_linalg.r_cov(X, threads), ref)
+        np.testing.assert_array_equal(colstats.r_cov(X, threads), ref)
     np.testing.assert_allclose(ref, np.cov(X, rowvar=False), rtol=1e-12)
     with pytest.raises(ValueError, match="two rows"):
-        _linalg.r_cov(X[:1], 1)
+        colstats.r_cov(X[:1], 1)
 
 
 def _symmetric(d, seed, vals=None):
@@ -176,5 +176,5 @@ def test_exp_and_log_are_the_C_librarys():
 def test_R_var_is_R_sd_squared_before_its_root():
     rng = np.random.default_rng(8)
     X = rng.normal(size=(30, 3)) * [1.0, 1e-8, 1e8]
-    np.testing.assert_array_equal(_project.r_sd(X, 2), np.sqrt(_project.r_var(X, 1)))
-    np.testing.assert_allclose(_project.r_var(X, 1), X.var(axis=0, ddof=1), rtol=1e-14)
+    np.testing.assert_array_equal(colstats.r_sd(X, 2), np.sqrt(colstats.r_var(X, 1)))
+    np.testing.assert_allclose(colstats.r_var(X, 1), X.var(axis=0, ddof=1), rtol=1e-14)

@@ -191,7 +191,7 @@ def test_bad_input(change, match):
 def test_projection_sums_features_in_order():
     # R's reference BLAS forms X %*% V entry by entry, adding the features in
     # order; the objective uses the same order so that fits end where R's do
-    from pyopnb import _project
+    from pyopnb._core import colstats, project as _project
 
     rng = np.random.default_rng(9)
     X = rng.normal(size=(257, 11)) * 10.0 ** rng.integers(-3, 4, 11)
@@ -214,7 +214,7 @@ _BETA = np.array([0.25, 0.25])
 @given(seed=st.integers(0, 100_000), n=st.integers(3, 400), ndim=st.integers(1, 9), K=st.integers(2, 5),
        nbin=st.integers(2, 300), groups=st.booleans(), threads=st.integers(1, 3))
 def test_grid_tables_are_r_s_binned_objective(seed, n, ndim, K, nbin, groups, threads):
-    from pyopnb import _grid
+    from pyopnb._core import grid as _grid
 
     rng = np.random.default_rng(seed)
     n = max(n, K)
@@ -253,7 +253,7 @@ def test_class_bandwidth_decays_within_an_ulp():
     bandwidths, exp above; the far form past 600) against the C library's
     exp, exp(-d) alone likewise, and the one-bandwidth decays (R's path)
     exactly as exp(-d) d^k."""
-    from pyopnb import _testing
+    from pyopnb._core import testing as _testing
 
     rng = np.random.default_rng(3)
     h = np.array([0.25, 0.5, 1.0, 3.0, 0.7])  # odd: a class without a partner lane
@@ -286,7 +286,7 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(linear, nbin):
     bandwidth for all classes gives (R's one-bandwidth path, glibc's exp).
     The gaps straddle 1/64 of the bandwidths, where the class-bandwidth
     decays switch from their series to exp."""
-    from pyopnb import _passes
+    from pyopnb._core import passes as _passes, posteriors as _posteriors
 
     rng = np.random.default_rng(11)
     K, n = 4, 3000
@@ -317,7 +317,7 @@ def test_grid_gradient_where_a_class_density_underflows(K):
     the other's grid points, where the c weights are 0 by definition. The
     gradient's two-at-a-time divisions (even and odd K) against the direct
     sums."""
-    from pyopnb import _grid
+    from pyopnb._core import grid as _grid
 
     rng = np.random.default_rng(K)
     n = 300
@@ -335,10 +335,10 @@ def test_grid_gradient_where_a_class_density_underflows(K):
 
 
 @pytest.mark.parametrize("linear, nbin", [(False, 0), (True, 40)])
-def test_column_work_reused_across_evaluations(linear, nbin):
+def test_column_scratch_reused_across_evaluations(linear, nbin):
     """One scratch object serves a fit's evaluations: the same numbers as
     fresh scratch, for Z of 3, 1 and 6 columns in turn; a mismatched problem is refused."""
-    from pyopnb import _passes
+    from pyopnb._core import passes as _passes, posteriors as _posteriors
 
     rng = np.random.default_rng(5)
     n, K, ndim = 200, 3, 3
@@ -346,7 +346,7 @@ def test_column_work_reused_across_evaluations(linear, nbin):
     h = np.array([1.0, 1.0, 0.5])
     mode = _passes.MODE_LINEAR if linear else _passes.MODE_EXACT
     args = (y, K, h, mode, nbin, 1e-8, _BETA)
-    work = _passes.column_work(*args, 2)
+    work = _passes.ColumnScratch(*args, 2)
     for nd in (ndim, 1, ndim + 3):
         Zt = rng.normal(size=(nd, n))
         fresh = _passes.log_densities(Zt, *args, 2)
@@ -370,9 +370,16 @@ def test_column_work_reused_across_evaluations(linear, nbin):
         _passes.log_densities(Zt[:, :100].copy(), y[:100].copy(), K, h, mode, nbin, 1e-8, _BETA, 2, work)
 
 
+def grid_tables(Zt, p, nbin, gradient, threads):
+    """R's binned densities of each column of Z' at its grid points, built."""
+    from pyopnb._core import grid as _grid
+
+    return _grid.RGridTables(Zt.shape[0], p.y0, p.K, p.h, nbin, 1e-8, _BETA, gradient, threads).update(Zt)
+
+
 def test_grid_subset_values_are_the_objective_of_the_subsets():
-    from pyopnb import _project
-    from pyopnb.objective import check_problem, grid_tables
+    from pyopnb._core import colstats, project as _project
+    from pyopnb.objective import check_problem
 
     V, X, y, PI = problem(5, n=300, d=6, ndim=5, K=4)
     p = check_problem(X, y, PI, np.ones(4))
@@ -422,8 +429,8 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
     that the base and a candidate put points in different classes by up to
     2600 nats (the factored sum underflows past about 575): each point takes
     one path or the other, and both must give the direct value."""
-    from pyopnb import _project
-    from pyopnb.objective import check_problem, grid_tables
+    from pyopnb._core import colstats, project as _project
+    from pyopnb.objective import check_problem
 
     V, X, y, PI = problem(11, n=400, d=5, ndim=4, K=3)
     p = check_problem(X, y, PI, np.ones(3))
@@ -461,7 +468,7 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
 
 
 def test_r_column_statistics_are_long_double_sums_in_order():
-    from pyopnb import _project
+    from pyopnb._core import colstats, project as _project
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(501, 5)) * np.array([1e-8, 1.0, 1e3, 1e8, 3.0]) + 1e4
@@ -470,8 +477,8 @@ def test_r_column_statistics_are_long_double_sums_in_order():
         for v in X[:, j]:
             s = s + np.longdouble(v)
         for threads in (1, 2, 3, 8):  # columns split among threads: each sum's order is fixed
-            assert _project.r_colmeans(X, threads)[j] == float(s / 501)
-    Xc = X - _project.r_colmeans(X, 2)
+            assert colstats.r_colmeans(X, threads)[j] == float(s / 501)
+    Xc = X - colstats.r_colmeans(X, 2)
     xl = Xc[:, 2].astype(np.longdouble)
     m = np.longdouble(0)
     for v in xl:
@@ -485,9 +492,9 @@ def test_r_column_statistics_are_long_double_sums_in_order():
     for v in xl:
         ss = ss + (v - m) * (v - m)
     for threads in (1, 2, 7):
-        assert _project.r_sd(Xc, threads)[2] == np.sqrt(float(ss / 500))
+        assert colstats.r_sd(Xc, threads)[2] == np.sqrt(float(ss / 500))
     with pytest.raises(ValueError, match="two rows"):
-        _project.r_sd(Xc[:1], 1)
+        colstats.r_sd(Xc[:1], 1)
 
 
 def test_tiny_gradient_against_a_coarser_difference():
@@ -505,20 +512,20 @@ def test_value_with_other_priors_comes_from_the_same_pass(threads):
     """R's exact value squares the priors and its gradient does not: one
     pass gives the value with the one and the posteriors with the other,
     each to the bit of a pass of its own."""
-    from pyopnb import _passes
+    from pyopnb._core import passes as _passes, posteriors as _posteriors
 
     rng = np.random.default_rng(3)
     logf = rng.normal(size=(57, 3)) * 4
     y = rng.integers(0, 3, 57).astype(np.intc)
     lp = np.log([0.2, 0.3, 0.5])
-    value, post = _passes.log_posteriors(logf, y, lp, threads, 2 * lp)
-    squared, _ = _passes.log_posteriors(logf, y, 2 * lp, threads)
-    plain, plain_post = _passes.log_posteriors(logf, y, lp, threads)
+    value, post = _posteriors.log_posteriors(logf, y, lp, threads, 2 * lp)
+    squared, _ = _posteriors.log_posteriors(logf, y, 2 * lp, threads)
+    plain, plain_post = _posteriors.log_posteriors(logf, y, lp, threads)
     assert value == squared and value != plain
     assert post.tobytes() == plain_post.tobytes()
     np.testing.assert_allclose(post.sum(axis=1), 1.0, rtol=1e-14)
     with pytest.raises(ValueError, match="value_logprior must have 3"):
-        _passes.log_posteriors(logf, y, lp, threads, lp[:2])
+        _posteriors.log_posteriors(logf, y, lp, threads, lp[:2])
 
 
 @pytest.mark.parametrize("mode, nbin", [("exact", 0), ("linear", 50)])
@@ -529,7 +536,7 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
     class 1 900 bandwidths further (class 0's density exactly 0 there). The log of the product must be the sum of the columns'
     logs (each column alone: one factor, no product), and -inf where a
     factor is 0."""
-    from pyopnb import _passes
+    from pyopnb._core import passes as _passes, posteriors as _posteriors
 
     rng = np.random.default_rng(3)
     n, K, ndim = 80, 2, 40
@@ -554,7 +561,7 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
 def test_r_binned_value_multiplies_the_tables_over_columns():
     """R's binned value (RGridTables) from products of its density tables at
     the points' cells, where those products underflow: the direct sum of logs."""
-    from pyopnb import _grid
+    from pyopnb._core import grid as _grid
 
     rng = np.random.default_rng(4)
     n, K, ndim = 90, 3, 30

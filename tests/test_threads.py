@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pyopnb import OPNB, _ksum
-from pyopnb._threads import available_cores, resolve, using
+from pyopnb._threads import available_cores, resolve
 from pyopnb.ksum import DEFAULT_BETA, fk_sum
 from pyopnb.objective import objective_and_gradient
 
@@ -36,8 +36,16 @@ def test_environment_then_openmp(monkeypatch):
         assert resolve() == 1
     with threadpool_limits(limits=3, user_api="openmp"):
         assert resolve() == 3
-    with using(2):  # a fit's count reaches everything it calls
-        assert resolve() == 2
+        # a fit's count reaches everything it calls: its evaluator and the compiled core
+        from pyopnb.formulation import RFormulation
+        from pyopnb.labels import factor
+
+        rng = np.random.default_rng(0)
+        X, y = rng.normal(size=(40, 3)), np.repeat([0, 1], 20)
+        levels, codes = factor(y)
+        for nbin in (None, 100):
+            ev = RFormulation().setup(X, codes, levels, 2, nbin=nbin, threads=2).evaluator
+            assert ev.threads == 2 and ev.core.threads == 2
         assert resolve(4) == 4
 
 

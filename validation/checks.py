@@ -252,7 +252,7 @@ def _check_kernel_constants():
 
     R's fk_sum(0.3, 2, 1, x_eval = 0.3) printed 0.5, exact in binary; any change
     to the kernel's constant, even of one ulp, moves these values."""
-    from pyopnb import _passes
+    from pyopnb._core import passes as _passes
     from pyopnb.ksum import DEFAULT_BETA
 
     fx = load("fk_single")
@@ -309,12 +309,12 @@ def _check_start():
 
 @check("base/R's eigen on symmetric matrices, bit for bit", BASE_R, r_packages=())
 def _check_r_eigen():
-    """pyopnb._eigen.r_eigen against R's eigen: vectors to the bit (signs
+    """pyopnb._core.eigen.r_eigen against R's eigen: vectors to the bit (signs
     included) on covariances of every structure MRRR treats apart: random,
     zero columns (splits), repeated columns (clusters), binary and rounded
     data (ties), orders 1 to 60, and orders 150 and 300, where dsyevr blocks
     its reflectors. validation.eigen_signs measures thousands."""
-    from pyopnb._eigen import r_eigen
+    from pyopnb._core.eigen import r_eigen
     from validation.record.record_r_labels import eigen_cases
 
     out = []
@@ -336,9 +336,9 @@ def _check_r_eigen():
 
 
 def _linalg_cov(Xs: np.ndarray) -> np.ndarray:
-    from pyopnb import _linalg
+    from pyopnb._core import colstats, linalg as _linalg
 
-    return _linalg.r_cov(np.ascontiguousarray(Xs), 1)
+    return colstats.r_cov(np.ascontiguousarray(Xs), 1)
 
 
 @check("base/centring and scaling", BASE_R, r_packages=())
@@ -361,7 +361,7 @@ def _check_scaling():
 def _check_r_orders():
     """pyopnb's fixed-order linear algebra against R's own (reference BLAS,
     long-double sums), bit for bit on the same machine."""
-    from pyopnb import _linalg, _project
+    from pyopnb._core import colstats, linalg as _linalg, project as _project
 
     out = []
     rng = np.random.default_rng(11)
@@ -373,7 +373,7 @@ def _check_r_orders():
         for k, v in dict(Xs__=Xs, D__=D, V__=V).items():
             rbridge.assign(k, v)
         out += [
-            compare(f"{name} cov", BASE_R, _linalg.r_cov(Xs, 2), np.asarray(rbridge.r("cov(Xs__)")), 0, 0, "bit for bit"),
+            compare(f"{name} cov", BASE_R, colstats.r_cov(Xs, 2), np.asarray(rbridge.r("cov(Xs__)")), 0, 0, "bit for bit"),
             compare(f"{name} crossprod(X, D)", BASE_R, _linalg.crossprod(Xs, D, 2),
                     np.asarray(rbridge.r("crossprod(Xs__, D__)")), 0, 0, "bit for bit"),
             compare(f"{name} t(X) %*% D", BASE_R, _linalg.crossprod_t(Xs, np.ascontiguousarray(D.T), 3),
@@ -381,7 +381,7 @@ def _check_r_orders():
             compare(f"{name} X %*% V", BASE_R, _project.project(Xs, V, 2).T, np.asarray(rbridge.r("Xs__ %*% V__")), 0, 0,
                     "bit for bit"),
             compare(f"{name} colSums, rowSums, sum", BASE_R,
-                    np.r_[_linalg.r_colsums(Xs), _linalg.r_rowsums(Xs), _linalg.r_sum(Xs.ravel(order="F"))],
+                    np.r_[colstats.r_colsums(Xs), colstats.r_rowsums(Xs), colstats.r_sum(Xs.ravel(order="F"))],
                     np.r_[np.asarray(rbridge.r("colSums(Xs__)")), np.asarray(rbridge.r("rowSums(Xs__)")),
                           np.asarray(rbridge.r("sum(Xs__)"))], 0, 0, "bit for bit"),
         ]
@@ -407,7 +407,7 @@ def _check_lbfgsb():
     variables) driving functions written in R, against R's optim on the
     same functions: the point it stops at bit for bit, the code and the
     count of evaluations."""
-    from pyopnb import _lbfgsb
+    from pyopnb._core import lbfgsb as _lbfgsb
 
     out = []
     previous = None
@@ -496,7 +496,7 @@ def _register_recorded_labels() -> None:
     check("labels/an R model on integer labels", RECORDED)(run_int_model)
 
     def run_eigen():
-        from pyopnb._eigen import r_eigen
+        from pyopnb._core.eigen import r_eigen
 
         fx = load("r_eigen")
         return [compare(f"case {j}: {len(c['A'])} x {len(c['A'])}", RECORDED, r_eigen(arr(c["A"]))[1],
@@ -742,7 +742,7 @@ def _live_lbfgsb_on_r_objective():
     """R's OPNB fit, step by step: pyopnb's optimiser driving R's own
     f_NB_* and df_NB_* (so the values are R's bits) from R's start stops
     where R's optim does, bit for bit."""
-    from pyopnb import _lbfgsb
+    from pyopnb._core import lbfgsb as _lbfgsb
 
     rbridge.load_packages("OPNB")
     out = []

@@ -1,7 +1,7 @@
 """R's eigenvectors against pyopnb's port of reference LAPACK, measured live.
 
 R's OPNB starts from ``eigen(cov(Xs))$vectors``; a column's sign decides
-where R's binned fits go. ``pyopnb._eigen.r_eigen`` follows the path R's
+where R's binned fits go. ``pyopnb._core.eigen.r_eigen`` follows the path R's
 eigen takes through reference LAPACK (dsytrd, dstemr, dormtr) operation for
 operation. This script compares the two on matrices of order 1 to 100:
 random covariances, covariances with the structures that make MRRR take its
@@ -39,9 +39,9 @@ def _scaled(X: np.ndarray) -> np.ndarray:
 
 
 def _cov(Xs: np.ndarray) -> np.ndarray:
-    from pyopnb import _linalg
+    from pyopnb._core import colstats
 
-    return _linalg.r_cov(np.ascontiguousarray(Xs), 1)
+    return colstats.r_cov(np.ascontiguousarray(Xs), 1)
 
 
 def synthetic(rng: np.random.Generator, count: int) -> Iterator[Tuple[str, np.ndarray]]:
@@ -97,7 +97,7 @@ def r_eigen_live():
 
 
 def measure(cases: Iterator[Tuple[str, np.ndarray]], r_call) -> Dict[str, Dict[str, int]]:
-    from pyopnb._eigen import r_eigen
+    from pyopnb._core.eigen import r_eigen
 
     stats: Dict[str, Dict[str, int]] = {}
     for kind, A in cases:

@@ -121,7 +121,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.fingerprint", description=__doc__.splitlines()[0])
     ap.add_argument("--items", action="store_true", help="print each item's hash too")
     args = ap.parse_args(argv)
-    from pyopnb import _linalg, _threads
+    from pyopnb import _threads
+    from pyopnb._core import linalg as _linalg
 
     digest, rows = fingerprint()
     settings = {k: os.environ.get(k, "") for k in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "PYOPNB_SIMD")}

@@ -62,7 +62,7 @@ def r_starts() -> Dict[str, Any]:
     """R's own start projections (eigen(cov(Xs))$vectors), recorded with
     validation/record/record_r_starts.py: R's binned objective is not
     symmetric under a column's sign flip, and the default start must give
-    these to the bit (pyopnb._eigen ports R's reference LAPACK path)."""
+    these to the bit (pyopnb._core.eigen ports R's reference LAPACK path)."""
     return load("r_eigen_starts")
 
 

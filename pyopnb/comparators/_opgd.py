@@ -9,7 +9,8 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from .. import _gaussian, _lbfgsb, exceptions
+from .. import exceptions
+from .._core import gaussian as _gaussian, lbfgsb as _lbfgsb
 from .._validation import check_maxit, estimator_data, label_text
 from ..formulation import greedy_order
 from ..naive_bayes import posteriors

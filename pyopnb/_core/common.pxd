@@ -1,13 +1,13 @@
-# Declarations shared by the compiled modules (this file has no module of its own).
+# Declarations that the compiled modules share (alloc.h; this file has no module of its own).
 cimport numpy as cnp
 
-cdef extern from "_core.h" nogil:
+cdef extern from "_core/alloc.h" nogil:
     void* _alloc(size_t nbytes)     # large scratch on transparent huge pages
     int _thread_id()                # OpenMP's thread number (0 without OpenMP)
     int _max_threads()              # omp_get_max_threads() (1 without OpenMP)
 
-# how the column passes take a projected column (exported by _passes as
-# MODE_EXACT and MODE_LINEAR; R's binned objective is _grid's)
+# how the column passes take a projected column (exported by passes as
+# MODE_EXACT and MODE_LINEAR; R's binned objective is grid.pyx's)
 cdef enum:
     EXACT = 0      # anchors are the sorted points themselves
     LINEAR = 1     # anchors a grid; each point's weight split linearly between its two grid points

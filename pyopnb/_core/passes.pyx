@@ -7,8 +7,8 @@ class densities summed by the recursion of _ksum; the passes over the points
 (products over the columns, per-point gradient terms) then use every thread. Two modes:
 MODE_EXACT (exact sums) and MODE_LINEAR (the correct binned objective: each
 point's weight split linearly between its grid points, densities summed at
-the points). R's binned objective reads densities at grid points and is
-_grid's.
+the points). ColumnPasses is the evaluator built on them. R's binned
+objective reads densities at grid points and is grid.pyx's.
 """
 import numpy as np
 cimport numpy as cnp
@@ -17,16 +17,20 @@ from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcmp, memcpy, memset
 
-from pyopnb._core cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
+from pyopnb._core.common cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
-from pyopnb._simd cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows, pyopnb_products_start
-from pyopnb._sort cimport _argsort_hinted
+from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
+from pyopnb._core.products cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows, pyopnb_products_start
+from pyopnb._core.sort cimport _argsort_hinted
+from pyopnb._core.evaluator cimport Evaluator
+
+from pyopnb._core.posteriors import log_posteriors
 
 cnp.import_array()
 
 # exact problems whose columns' scratch fits in this many bytes keep every
-# column between the value and the gradient pass (see _Work._plan)
+# column between the value and the gradient pass (see ColumnScratch._plan)
 DEF KEEP_BYTES = 128 * 1024 * 1024
 # and keep each column's order (a hint for its next sort) when those fit in this many
 DEF HINT_BYTES = 256 * 1024 * 1024
@@ -40,7 +44,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, Py_ssize_t nbin, int
     # anchors: the points (exact) or the grid; evaluation rows: the points.
     # Sized to what the mode uses: a binned fit at n = 1e6 needs grid-sized
     # tables only. Without points, only the grid's tables (R's binned
-    # objective, _grid, keeps its own buffers for the points).
+    # objective, grid.pyx, keeps its own buffers for the points).
     cdef Py_ssize_t G = n if mode == EXACT else nbin
     cdef Py_ssize_t N = (n if n > G else G) if points else G
     cdef Py_ssize_t npt = n if points else 0
@@ -75,7 +79,7 @@ cdef void _column_free(Column* col) noexcept nogil:
     memset(col, 0, sizeof(Column))
 
 
-cdef int _column_setup(const Problem* P, const double* z, Column* col, Py_ssize_t* hint,
+cdef int _column_setup(const Classes* P, const double* z, Column* col, Py_ssize_t* hint,
                        int nthr) noexcept nogil:
     """Anchors, evaluation rows and each point's anchor for one column of Z = XV
     (hint: the column's last order, or NULL; see _argsort_hinted)."""
@@ -114,7 +118,7 @@ cdef int _column_setup(const Problem* P, const double* z, Column* col, Py_ssize_
     return 0
 
 
-cdef void _bin_weights(const Problem* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
+cdef void _bin_weights(const Classes* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
     """col.Wa [G, K]: the points' weights moved onto the anchors.
 
     Wpts [n, K], or NULL for the class weights: point i weighs 1/(n_k h_k)
@@ -149,7 +153,7 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
             _bin_linear(&col.Wa[c], g, K, frac, w)
 
 
-cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
+cdef void _column_sums(const Classes* P, Column* col, const double* z, const double* Wpts,
                       bint want_S, bint want_D, bint have_T, int nthr) noexcept nogil:
     """Kernel sums of the point weights Wpts [n, K] (NULL: the class weights),
     each class's column in its bandwidth, at the column's evaluation rows
@@ -161,7 +165,7 @@ cdef void _column_sums(const Problem* P, Column* col, const double* z, const dou
                      col.S if want_S else NULL, col.D if want_D else NULL, False, have_T, nthr)
 
 
-cdef int _multiply_columns(const Problem* P, Column* cols, int w, double* pr, double* acc,
+cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, double* acc,
                            int nthr) noexcept nogil:
     """The wave's columns' densities into each point's running products
     pr, acc [n, K] (pyopnb_products), in column order whatever the waves and
@@ -213,7 +217,7 @@ cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) n
         pyopnb_log_products(min(chunk, m - b * chunk), &pr[b * chunk], &acc[b * chunk])
 
 
-cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const double* post,
+cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const double* post,
                        int nthr) noexcept nogil:
     """Point i as an evaluation point in the wave's columns (see _column_grad):
     gz[c, i] = -sum_k c_ik D_k(z_i) / h_k and the c weights
@@ -229,7 +233,7 @@ cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const
         _point_rows(P, cols, w, gz0, post, b * n // nthr, (b + 1) * n // nthr)
 
 
-cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
+cdef inline void _point_rows(const Classes* P, Column* cols, int w, double* gz0, const double* post,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
     cdef Py_ssize_t n = P.n, i, o
     cdef int c, K = P.K
@@ -242,7 +246,7 @@ cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0,
                                                P.y[i], K, P.h, P.shared, True)
 
 
-cdef void _sample_terms(const Problem* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
+cdef void _sample_terms(const Classes* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
     """Point i as a sample point in the wave's columns: gz[c, i] -= the
     derivative of its class's weight, from the kernel sums of the c weights
     (col.D at the point's row)."""
@@ -255,7 +259,7 @@ cdef void _sample_terms(const Problem* P, Column* cols, int w, double* gz0, int 
         _sample_rows(P, cols, w, gz0, b * n // nthr, (b + 1) * n // nthr)
 
 
-cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0, Py_ssize_t i0,
+cdef inline void _sample_rows(const Classes* P, Column* cols, int w, double* gz0, Py_ssize_t i0,
                               Py_ssize_t i1) noexcept nogil:
     cdef Py_ssize_t n = P.n, i
     cdef int c, k
@@ -265,7 +269,7 @@ cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0
             gz0[c * n + i] -= P.wh[k] * cols[c].D[cols[c].row[i] * P.K + k]
 
 
-cdef void _column_grad(const Problem* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
+cdef void _column_grad(const Classes* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
     """The sample-point part of gz = n * d l / d z_t for this column, after
     _point_terms (see the paper's T1, T2).
 
@@ -290,7 +294,7 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col, double* g
     memset(col.tb.R, 0, G * K * a1 * sizeof(double))
     _deposit(z, col.Wpts, n, K, col.lo, col.anchors, G, P.h, P.shared, P.ker.a, col.tb.Ldep, col.tb.R)
     _recurse(col.anchors, G, K, P.h, P.shared, P.ker.a, P.ker.binom, col.tb.Ldep, a1,
-             col.tb.Lincl, col.tb.R, col.tb.T, False, True, nthr)
+             col.tb.Lincl, col.tb.R, col.tb.decay, False, True, nthr)
     _evaluate(NULL, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
               col.tb.Ldep, a1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
     # class weights binned, for the grid-motion term
@@ -323,12 +327,12 @@ cdef void _column_grad(const Problem* P, const double* z, Column* col, double* g
     _grid_motion(gz, imin, imax, d_lo, d_delta, P.nbin)
 
 
-cdef class _Work:
+cdef class ColumnScratch:
     """A problem's class structure and the column scratch (one per column of
-    a wave, made when first needed). A fit makes one and passes it to every
-    evaluation's column passes (``column_work``): allocating the scratch anew
-    each time cost 30% of an exact evaluation at n = 1e4 (14.1 ms against
-    10.2), most of it the kernel mapping and unmapping pages."""
+    a wave, made when first needed). An evaluator makes one and keeps it for
+    every evaluation of its fit: fresh scratch each time would map and unmap
+    its pages at every evaluation (a large share of an exact evaluation's
+    time, measured in docs/benchmarks.md)."""
     def __cinit__(self, int[::1] y, int K, double[::1] h, int mode, Py_ssize_t nbin,
                   double eps, const double[::1] beta, int num_threads, bint points=True):
         cdef Py_ssize_t n = y.shape[0], i
@@ -445,23 +449,16 @@ cdef class _Work:
         free(self.cols); free(self.h); free(self.wcls); free(self.wh); free(self.hints); free(self.Zkept)
 
 
-def column_work(int[::1] y, int K, double[::1] h, int mode,
-                Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads):
-    """Scratch for log_densities and log_density_gradient with these arguments
-    (Zt of any number of rows), to pass as their ``work`` when calling them often."""
-    return _Work(y, K, h, mode, nbin, eps, beta, num_threads)
-
-
-cdef _Work _work_for(int[::1] y, int K, double[::1] h, int mode,
-                     Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, _Work work):
+cdef ColumnScratch _work_for(int[::1] y, int K, double[::1] h, int mode,
+                     Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, ColumnScratch work):
     # y, K, h, the mode and nbin are checked; eps, beta and the threads are the caller's to keep
     if work is None:
-        return _Work(y, K, h, mode, nbin, eps, beta, num_threads)
+        return ColumnScratch(y, K, h, mode, nbin, eps, beta, num_threads)
     work._check(y, K, h, mode, nbin)
     return work
 
 
-cdef int _wave_setup(const Problem* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
+cdef int _wave_setup(const Classes* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
                      Py_ssize_t* hints, int nthr) noexcept nogil:
     """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.S, and
     col.D with want_D), a column to a thread (the whole team when w = 1).
@@ -474,7 +471,7 @@ cdef int _wave_setup(const Problem* P, const double* Zt, Py_ssize_t t0, int w, C
     return bad
 
 
-cdef inline int _setup_one(const Problem* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
+cdef inline int _setup_one(const Classes* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
                            Py_ssize_t* hints, int nthr) noexcept nogil:
     if _column_setup(P, &Zt[t * P.n], col, &hints[t * P.n] if hints != NULL else NULL, nthr):
         return 1
@@ -482,10 +479,10 @@ cdef inline int _setup_one(const Problem* P, const double* Zt, Py_ssize_t t, Col
     return 0
 
 
-cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h, int mode,
-                      Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, _Work work):
+cdef ColumnScratch _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h, int mode,
+                      Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, ColumnScratch work):
     """The column passes' scratch for Zt, with room for a wave's columns."""
-    cdef _Work wk = _work_for(y, K, h, mode, nbin, eps, beta, num_threads, work)
+    cdef ColumnScratch wk = _work_for(y, K, h, mode, nbin, eps, beta, num_threads, work)
     if Zt.shape[1] != wk.P.n:
         raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
     wk._plan(Zt.shape[0])
@@ -495,8 +492,8 @@ cdef _Work _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                   int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
-                  int num_threads, _Work work=None):
-    """logf[i, k] = log prod_t f_kt(z_it); Zt is [ndim, n]. ``work``: from column_work.
+                  int num_threads, ColumnScratch scratch=None):
+    """logf[i, k] = log prod_t f_kt(z_it); Zt is [ndim, n]. ``scratch``: a ColumnScratch made for these arguments, kept between calls.
 
     The columns go in waves (see _wave): each column of a wave is set up
     and summed on its own thread (the whole team when the wave has one
@@ -504,8 +501,8 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     points' products (pyopnb_products: never an underflow), logged at the end.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef _Work wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, work)
-    cdef const Problem* P = &wk.P
+    cdef ColumnScratch wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
+    cdef const Classes* P = &wk.P
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
     cdef Column* cols
     cdef bint keep = wk.keep
@@ -540,15 +537,15 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                          int mode, Py_ssize_t nbin, double eps,
-                         double[:, ::1] post, const double[::1] beta, int num_threads, _Work work=None):
-    """n * d l / d Z, as [ndim, n], given the class posteriors [n, K]. ``work``: from column_work.
+                         double[:, ::1] post, const double[::1] beta, int num_threads, ColumnScratch scratch=None):
+    """n * d l / d Z, as [ndim, n], given the class posteriors [n, K]. ``scratch``: a ColumnScratch made for these arguments, kept between calls.
 
     In waves of columns as log_densities: set-up and kernel sums a column to
     a thread, the per-point terms on every thread.
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef _Work wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, work)
-    cdef const Problem* P = &wk.P
+    cdef ColumnScratch wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
+    cdef const Classes* P = &wk.P
     cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w, c, inner
     if post.shape[0] != n or post.shape[1] != K:
         raise ValueError(f"post must be ({n}, {K}), got ({post.shape[0]}, {post.shape[1]})")
@@ -587,75 +584,33 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     return dZ
 
 
-def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1] logprior, int num_threads,
-                   value_logprior=None):
-    """(mean log-likelihood, posteriors [n, K]) from class log densities, one pass per row.
+cdef class ColumnPasses(Evaluator):
+    """l by the column passes: exact kernel sums (``mode`` MODE_EXACT), or
+    the paper's binned value (MODE_LINEAR: linear binning on ``nbin`` grid
+    points, each point's densities summed from the binned weights) with its
+    exact gradient. ``squared_priors``: R's f_NB_exact, whose value
+    multiplies by PI_k twice (its gradient does not)."""
+    cdef ColumnScratch scratch
+    cdef readonly int mode
+    cdef readonly Py_ssize_t nbin
+    cdef readonly bint squared_priors
+    cdef object beta, value_logprior
+    cdef double eps
 
-    l = mean_i [logprior_{y_i} + logf_{i, y_i} - log sum_k exp(logprior_k + logf_ik)];
-    posteriors exp(logprior_k + logf_ik - that log-sum). A row whose classes
-    all have log density -inf gives -inf and NaN posteriors, as the formula does.
-    ``value_logprior``: l with these log priors instead (R's exact value,
-    whose priors are squared), the posteriors still with ``logprior``.
-    """
-    cdef Py_ssize_t n = logf.shape[0], i
-    cdef int K = logf.shape[1]
-    if logprior.shape[0] != K:
-        raise ValueError(f"logprior must have {K} entries, got {logprior.shape[0]}")
-    cdef const double[::1] vlp = logprior if value_logprior is None else value_logprior
-    if vlp.shape[0] != K:
-        raise ValueError(f"value_logprior must have {K} entries, got {vlp.shape[0]}")
-    cdef bint apart = value_logprior is not None
-    post = np.empty((n, K))
-    terms = np.empty(n)
-    cdef double[:, ::1] pv = post
-    cdef double[::1] tv = terms
-    cdef double total = 0.0
-    with nogil:
-        if num_threads <= 1:
-            for i in range(n):
-                tv[i] = _row_terms(&logf[i, 0], &logprior[0], &vlp[0], apart, K, y[i], &pv[i, 0])
-        else:
-            for i in prange(n, num_threads=num_threads, schedule="static"):
-                tv[i] = _row_terms(&logf[i, 0], &logprior[0], &vlp[0], apart, K, y[i], &pv[i, 0])
-        # summed in order, so that the value does not depend on the threads
-        for i in range(n):
-            total = total + tv[i]
-    return total / n, post
+    def __init__(self, y0, h, PI, int threads, int mode, Py_ssize_t nbin, const double[::1] beta, double eps,
+                 bint squared_priors=False):
+        Evaluator.__init__(self, y0, h, PI, threads)
+        self.mode, self.nbin, self.eps = mode, (nbin if mode == LINEAR else 0), eps
+        self.beta = np.array(beta)
+        self.squared_priors = squared_priors
+        self.value_logprior = 2 * self.logprior if squared_priors else None
+        self.scratch = ColumnScratch(self.y0, self.K, self.h, mode, self.nbin, eps, self.beta, self.threads)
 
-
-cdef inline double _row_terms(const double* logf, const double* logprior, const double* vlp, bint apart,
-                              int K, int y, double* post) noexcept nogil:
-    """A row's term of l (with log priors vlp when apart) and its posteriors."""
-    cdef double term = _row_posterior(logf, logprior, K, y, post)
-    if apart:
-        return _row_posterior(logf, vlp, K, y, NULL)
-    return term
-
-
-def posteriors(const double[:, ::1] logjoint, int num_threads):
-    """(log posteriors, posteriors) [m, K] from each row's log joint densities
-    log(PI_k f_k): the row's largest entry taken out before exp, the C
-    library's exp and log (numpy's differ by SIMD level). A row whose every
-    entry is -inf gives NaN, as the formula does."""
-    cdef Py_ssize_t m = logjoint.shape[0], i
-    cdef int K = logjoint.shape[1], k
-    logpost = np.empty((m, K))
-    post = np.empty((m, K))
-    cdef double[:, ::1] lv = logpost
-    cdef double[:, ::1] pv = post
-    cdef double mx, ssum, lse
-    with nogil:
-        for i in prange(m, num_threads=max(1, num_threads), schedule="static"):
-            mx = -INFINITY
-            for k in range(K):
-                if logjoint[i, k] > mx:
-                    mx = logjoint[i, k]
-            ssum = 0.0
-            for k in range(K):
-                pv[i, k] = exp(logjoint[i, k] - mx)
-                ssum = ssum + pv[i, k]
-            lse = mx + log(ssum)
-            for k in range(K):
-                pv[i, k] = pv[i, k] / ssum
-                lv[i, k] = logjoint[i, k] - lse
-    return logpost, post
+    cpdef tuple evaluate(self, object Zt, bint gradient):
+        logf = log_densities(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta, self.threads,
+                             self.scratch)
+        value, post = log_posteriors(logf, self.y0, self.logprior, self.threads, self.value_logprior)
+        if not gradient:
+            return float(value), None
+        return float(value), log_density_gradient(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, post,
+                                                  self.beta, self.threads, self.scratch)

@@ -15,7 +15,7 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-cdef extern from "_reflapack.h" nogil:
+cdef extern from "_core/reflapack.h" nogil:
     int rl_dsyevr(int n, double* a, double* w, double* z)
 
 __all__ = ["r_eigen"]

@@ -9,7 +9,7 @@ from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from pyopnb._core cimport _alloc, _thread_id
+from pyopnb._core.common cimport _alloc, _thread_id
 
 
 cdef inline unsigned long long _sort_key(double v) noexcept nogil:

@@ -23,18 +23,18 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, exp as c_exp, log as c_log
 from libc.stdlib cimport malloc, calloc, free, getenv
 
-from pyopnb._project import project
+from pyopnb._core.project import project
 
 cnp.import_array()
 
-cdef extern from "_linalg.h" nogil:
+cdef extern from "_core/linalg.h" nogil:
     int pyopnb_simd_best()
     void pyopnb_crossprod_t(int level, const double* A, Py_ssize_t n, Py_ssize_t p, const double* Bt,
                             Py_ssize_t q, Py_ssize_t qp, double* C, double* buf, int nthr)
     int PYOPNB_XP_ROWS
 
-__all__ = ["simd", "simd_levels", "crossprod", "crossprod_t", "matmul", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms", "eigh",
-           "orthonormal", "c_log_array", "c_exp_array"]
+__all__ = ["simd", "simd_levels", "crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array",
+           "c_exp_array"]
 
 _LEVELS = ("sse2", "avx2", "avx512")
 
@@ -110,113 +110,6 @@ def matmul(A, B, int num_threads=1):
     if B.shape[1] == 0 or A.shape[0] == 0:
         return np.zeros((A.shape[0], B.shape[1]))
     return np.ascontiguousarray(project(A, B, num_threads).T)
-
-
-def r_cov(const double[:, ::1] X, int num_threads):
-    """R's cov(X) for a complete matrix, to the bit: each column's mean a
-    long-double sum over n refined once (R's MEAN) and rounded to double;
-    each entry the long-double sum of the long-double products of the
-    deviations (taken in long double from the double means), over n - 1,
-    rounded to double. Threads take ranges of the d(d+1)/2 pairs."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], npair = d * (d + 1) // 2
-    cdef Py_ssize_t i, j, k, part, nparts, a0, a1, pr
-    if n < 2:
-        raise ValueError("cov needs at least two rows")
-    out = np.empty((d, d))
-    if d == 0:
-        return out
-    cdef double[:, ::1] ov = out
-    cdef double* m = <double*> malloc(d * sizeof(double))
-    cdef long double* acc = <long double*> calloc(npair, sizeof(long double))
-    cdef Py_ssize_t* pi = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* pj = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
-    nparts = max(1, min(num_threads, npair))
-    cdef long double* devs = <long double*> malloc(nparts * d * sizeof(long double))
-    cdef long double s, t
-    cdef long double* dev
-    if m == NULL or acc == NULL or pi == NULL or pj == NULL or devs == NULL:
-        free(m); free(acc); free(pi); free(pj); free(devs)
-        raise MemoryError()
-    pr = 0
-    for i in range(d):
-        for j in range(i + 1):
-            pi[pr] = i
-            pj[pr] = j
-            pr += 1
-    with nogil:
-        for j in prange(d, num_threads=<int> max(1, min(num_threads, d)), schedule="static"):
-            s = 0.0
-            for k in range(n):
-                s = s + X[k, j]
-            t = s / n
-            s = 0.0
-            for k in range(n):
-                s = s + (X[k, j] - t)
-            t = t + s / n
-            m[j] = <double> t
-        for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
-            a0 = part * npair // nparts
-            a1 = (part + 1) * npair // nparts
-            dev = &devs[part * d]
-            for k in range(n):
-                for j in range(d):
-                    dev[j] = <long double> X[k, j] - <long double> m[j]
-                for pr in range(a0, a1):
-                    acc[pr] = acc[pr] + dev[pi[pr]] * dev[pj[pr]]
-        for pr in range(npair):
-            ov[pi[pr], pj[pr]] = <double> (acc[pr] / (n - 1))
-            ov[pj[pr], pi[pr]] = ov[pi[pr], pj[pr]]
-    free(m); free(acc); free(pi); free(pj); free(devs)
-    return out
-
-
-def r_sum(x):
-    """R's sum of a double vector: added in order in long double."""
-    cdef const double[::1] v = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
-    cdef long double s = 0.0
-    cdef Py_ssize_t i
-    for i in range(v.shape[0]):
-        s = s + v[i]
-    return <double> s
-
-
-def r_colsums(const double[:, ::1] X):
-    """R's colSums: each column added in row order in long double."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j
-    cdef long double* s = <long double*> calloc(max(d, 1), sizeof(long double))
-    if s == NULL:
-        raise MemoryError()
-    out = np.empty(d)
-    cdef double[::1] ov = out
-    for i in range(n):
-        for j in range(d):
-            s[j] = s[j] + X[i, j]
-    for j in range(d):
-        ov[j] = <double> s[j]
-    free(s)
-    return out
-
-
-def r_rowsums(const double[:, ::1] X):
-    """R's rowSums: each row added in column order in long double."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j
-    cdef long double s
-    out = np.empty(n)
-    cdef double[::1] ov = out
-    for i in range(n):
-        s = 0.0
-        for j in range(d):
-            s = s + X[i, j]
-        ov[i] = <double> s
-    return out
-
-
-def col_norms(V):
-    """R's sqrt(colSums(V^2)): squares in double, each column added in long double."""
-    Va = np.ascontiguousarray(V, dtype=np.float64)
-    if Va.ndim == 1:
-        Va = Va.reshape(-1, 1)
-    return np.sqrt(r_colsums(np.ascontiguousarray(Va * Va)))
 
 
 # ---------------------------------------------------------------------------

@@ -6,9 +6,9 @@ argsorts), so that tests can hold each to its reference alone. Nothing in
 pyopnb imports this module."""
 import numpy as np
 
-from pyopnb._core cimport _MAX_ORDER
-from pyopnb._simd cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
-from pyopnb._sort cimport _argsort, _argsort_hinted
+from pyopnb._core.common cimport _MAX_ORDER
+from pyopnb._core.decay cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
+from pyopnb._core.sort cimport _argsort, _argsort_hinted
 
 MAX_ORDER = _MAX_ORDER
 

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 #include <string.h>
-#include "_simd.h"
+#include "decay.h"
 
 #define PYOPNB_INLINE static inline __attribute__((always_inline))
 

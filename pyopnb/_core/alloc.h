@@ -1,6 +1,6 @@
-/* C helpers shared by the compiled modules: scratch memory and OpenMP's thread numbers. */
-#ifndef PYOPNB_CORE_H
-#define PYOPNB_CORE_H
+/* C helpers that the compiled modules share: scratch memory and OpenMP's thread numbers. */
+#ifndef PYOPNB_ALLOC_H
+#define PYOPNB_ALLOC_H
 
 #include <stdlib.h>
 #include <sys/mman.h>

@@ -576,7 +576,7 @@ cdef double _projgr(Py_ssize_t n, const double* g) noexcept nogil:
     return s
 
 
-cdef class _Problem:
+cdef class _Function:
     """The objective as L-BFGS-B sees it: fg(x) -> (f, g), minimised."""
     cdef object fg
     cdef Py_ssize_t n
@@ -631,7 +631,7 @@ def minimize(fg, x0, int m=5, double factr=1e7, double pgtol=0.0, int maxit=100,
         raise ValueError("m must be at least 1")
     if not (factr >= 0):
         raise ValueError("factr must be >= 0")
-    cdef _Problem P = _Problem(fg, n)
+    cdef _Function P = _Function(fg, n)
     cdef _Memory M = _Memory(n, m)
     g_arr = np.empty(n)
     cdef double[::1] g = g_arr

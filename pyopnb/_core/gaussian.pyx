@@ -9,7 +9,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport log
 
-from pyopnb._passes cimport _row_posterior
+from pyopnb._core.posteriors cimport _row_posterior
 
 cnp.import_array()
 

@@ -1,144 +1,11 @@
-/* Two-lane vector kernels of the compiled core (SSE2, the x86-64 baseline).
- *
- * Each lane does the scalar code's operations in the scalar code's order, so
- * the bits are the same as the loops they replace; only independent
- * operations share a register. GCC's vector extension is used because the
- * compiler does not vectorise these loops itself: it keeps an array of
- * running sums in memory, and does not speculate a division past a guard.
- *
- * Z' = (X V)' in R's summation order. Every entry z_ij is sum_l x_il v_lj
- * added over l in order, with no FMA (R's reference BLAS). A chain of
- * dependent additions runs at the adder's latency; holding w sums of one row
- * in w / 2 two-lane registers gives w independent chains, and each lane still
- * adds its own sum in order, so the bits are the same as a scalar loop's.
- *
- * One exception, on the class-bandwidth path only (no R bits to keep):
- * pyopnb_exps takes small gaps' exponentials from a series, within an ulp.
+/* A point's class densities multiplied over the columns (logged once), and
+ * a point's step of the gradient: the per-point arithmetic that every
+ * evaluation's passes over the points share.
  */
-#ifndef PYOPNB_SIMD_H
-#define PYOPNB_SIMD_H
+#ifndef PYOPNB_PRODUCTS_H
+#define PYOPNB_PRODUCTS_H
 
-#include <stddef.h>
-#include <string.h>
-#include <math.h>
-#include <emmintrin.h>
-
-typedef double pyopnb_v2d __attribute__((vector_size(16)));
-typedef long long pyopnb_v2i __attribute__((vector_size(16)));
-
-static inline pyopnb_v2d pyopnb_load2(const double* a) {
-    pyopnb_v2d v;
-    memcpy(&v, a, sizeof v);  /* unaligned */
-    return v;
-}
-
-/* zt[(j0 + j) * n] for j < min(2 W, nd - j0): one row x [p] against V [p, ndp]
- * (row-major, ndp even, padded with zero columns) */
-template <int W>
-static inline void pyopnb_project_chunk(const double* x, ptrdiff_t p, const double* V, ptrdiff_t ndp,
-                                        ptrdiff_t nd, ptrdiff_t j0, double* zt, ptrdiff_t n) {
-    pyopnb_v2d acc[W];
-    for (int q = 0; q < W; ++q) acc[q] = pyopnb_v2d{0.0, 0.0};
-    for (ptrdiff_t l = 0; l < p; ++l) {
-        const pyopnb_v2d xv = pyopnb_v2d{x[l], x[l]};
-        const double* vr = V + l * ndp + j0;
-        for (int q = 0; q < W; ++q) acc[q] = acc[q] + xv * pyopnb_load2(vr + 2 * q);
-    }
-    for (int q = 0; q < W; ++q) {
-        zt[(j0 + 2 * q) * n] = acc[q][0];
-        if (j0 + 2 * q + 1 < nd) zt[(j0 + 2 * q + 1) * n] = acc[q][1];
-    }
-}
-
-/* the last pairs of columns (W or fewer): pyopnb_project_chunk with the
- * register count known at compile time */
-template <int W>
-static inline void pyopnb_project_tail(int pairs, const double* x, ptrdiff_t p, const double* V,
-                                       ptrdiff_t ndp, ptrdiff_t nd, ptrdiff_t j0, double* zt, ptrdiff_t n) {
-    if (pairs == W)
-        pyopnb_project_chunk<W>(x, p, V, ndp, nd, j0, zt, n);
-    else
-        pyopnb_project_tail<W - 1>(pairs, x, p, V, ndp, nd, j0, zt, n);
-}
-
-template <>
-inline void pyopnb_project_tail<0>(int, const double*, ptrdiff_t, const double*, ptrdiff_t, ptrdiff_t,
-                                   ptrdiff_t, double*, ptrdiff_t) {}
-
-/* one row of Z': zt[j * n] = sum_l x[l] V[l, j] for j < nd; V as above. At
- * most 24 sums at a time (12 registers), so that a row is read once when
- * ndim <= 24. */
-static inline void pyopnb_project_row(const double* x, ptrdiff_t p, const double* V, ptrdiff_t ndp,
-                                      ptrdiff_t nd, double* zt, ptrdiff_t n) {
-    ptrdiff_t j = 0;
-    for (; ndp - j > 24; j += 24) pyopnb_project_chunk<12>(x, p, V, ndp, nd, j, zt, n);
-    pyopnb_project_tail<12>((int)((ndp - j) / 2), x, p, V, ndp, nd, j, zt, n);
-}
-
-/* The decays of one gap: t[m] = d^m exp(-d) for m = 0..a, d >= 0 (d
- * bandwidths). Past PYOPNB_FAR bandwidths d^m e^-d is formed in log space,
- * so that d^m cannot overflow before e^-d underflows. */
-#define PYOPNB_FAR 600.0
-
-static inline void pyopnb_decay(double d, int a, double* t) {
-    if (d == 0.0) {
-        t[0] = 1.0;
-        for (int m = 1; m <= a; ++m) t[m] = 0.0;
-    } else if (d < PYOPNB_FAR) {
-        t[0] = exp(-d);
-        for (int m = 1; m <= a; ++m) t[m] = t[m - 1] * d;
-    } else {
-        const double ld = log(d);
-        for (int m = 0; m <= a; ++m) t[m] = exp(m * ld - d);
-    }
-}
-
-/* t[m] = d^m exp(-d) for m = 0..a from e = exp(-d): pyopnb_decay's row,
- * to the bit, without its exponential (e as pyopnb_exps gives it). */
-static inline void pyopnb_decay_from_exp(double e, double d, int a, double* t) {
-    if (d >= PYOPNB_FAR) {
-        pyopnb_decay(d, a, t);
-        return;
-    }
-    t[0] = e;
-    for (int m = 1; m <= a; ++m) t[m] = t[m - 1] * d;
-}
-
-/* exp(-d) for 0 <= d < PYOPNB_SMALL by its series to d^6, within an ulp of
- * glibc's exp (the first term left out, d^7 / 7!, is under 2^-60). For a
- * double or two lanes. */
-#define PYOPNB_SMALL (1.0 / 64)
-
-template <class V>
-static inline V pyopnb_exp_series(V d) {
-    const V one = d * 0.0 + 1.0;
-    return one - d * (one - d * (0.5 - d * (1.0 / 6 - d * (1.0 / 24 - d * (1.0 / 120 - d * (1.0 / 720))))));
-}
-
-/* e[c] = exp(-dist / h[c]) for c < r: one gap in every class's bandwidth
- * (class bandwidths, the journal's formulation). This is K exponentials a
- * gap where one bandwidth needs one. With many points a gap is a small
- * fraction of every bandwidth, and there the series above replaces exp, two
- * classes at a time: 3 times faster than exp. The recursion tabulates these
- * alone and forms each row d^m exp(-d) as it reads it
- * (pyopnb_decay_from_exp): a table of whole rows was a+1 times larger. */
-static inline void pyopnb_exps(double dist, const double* h, int r, double* e) {
-    int c = 0;
-    for (; c + 2 <= r; c += 2) {
-        const pyopnb_v2d d = pyopnb_v2d{dist, dist} / pyopnb_load2(h + c);
-        if (d[0] < PYOPNB_SMALL && d[1] < PYOPNB_SMALL) {
-            const pyopnb_v2d v = pyopnb_exp_series(d);
-            memcpy(e + c, &v, sizeof v);
-        } else {
-            e[c] = exp(-d[0]);
-            e[c + 1] = exp(-d[1]);
-        }
-    }
-    if (c < r) {
-        const double d = dist / h[c];
-        e[c] = d < PYOPNB_SMALL ? pyopnb_exp_series(d) : exp(-d);
-    }
-}
+#include "lanes.h"
 
 /* dst[k] = src[k] for k < K, two at a time (short rows: a call to memcpy
  * costs more than the copy) */
@@ -183,8 +50,8 @@ static inline __m128d pyopnb_pair_at(const double* row, int k, int two, double p
 /* Running products continued through rows of densities, one per column, in
  * order: the one routine that multiplies densities over columns. Column r's
  * densities are a table base[r] read at row idx[r][i] (K entries): a
- * column's sums at its sorted points (_passes) or its grid tables at the
- * points' cells (_grid). NS independent products at once, so that their
+ * column's sums at its sorted points (passes.pyx) or its grid tables at the
+ * points' cells (grid.pyx). NS independent products at once, so that their
  * chains of dependent multiplications overlap: product j reads the tables
  * base[j * base_step + r] at point i + j * point_step, into pr[j], acc[j]
  * [K] (two tables at one point: base_step = nrow, point_step = 0; two

@@ -2,7 +2,8 @@
 # distutils: language = c++
 """Binned objectives that read densities on each column's grid: R's f_NB_cpp
 (value) and df_NB_cpp (gradient), RGridTables, and the journal's
-interpolated tables, InterpGridTables. Every point reads its class densities at its grid
+interpolated tables, InterpGridTables; RGrid and InterpGrid are the
+evaluators built on them. Every point reads its class densities at its grid
 point, so each column comes down to tables [nbin, K] at the grid points. The
 passes over the points then read all columns' tables for a block of points
 at a time: one sweep over the data instead of one read and write of an
@@ -18,12 +19,15 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
-from pyopnb._ksum cimport Kernel, Tables, _make_kernel, _sums_on_anchors
-from pyopnb._passes cimport (Column, Problem, _Work, _bin_linear, _grid_cell_of, _grid_delta,
-                             _grid_at, _grid_motion, _min_max, _row_posterior, _set_grid)
-from pyopnb._simd cimport (pyopnb_copy_row, pyopnb_decay, pyopnb_exps, pyopnb_grad_point, pyopnb_log_products,
-                          pyopnb_products_at_cells, pyopnb_products_start)
+from pyopnb._core.common cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
+from pyopnb._ksum cimport Kernel, RunningSums, _make_kernel, _sums_on_anchors
+from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
+from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
+from pyopnb._core.posteriors cimport _row_posterior
+from pyopnb._core.evaluator cimport Evaluator
+from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
+from pyopnb._core.products cimport (pyopnb_copy_row, pyopnb_grad_point, pyopnb_log_products,
+                                    pyopnb_products_at_cells, pyopnb_products_start)
 
 cnp.import_array()
 
@@ -58,7 +62,7 @@ cdef void _block_logf(const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, 
                       double* lf1, double* lf2, double* acc) noexcept nogil:
     """lf1 (and lf2 where nset = 2) [m, K]: for the points i0..i0+m-1, the
     log of the product over the columns (in order) of their density tables
-    at the points' cells (ptrs: _column_pointers'), as _passes'
+    at the points' cells (ptrs: _column_pointers'), as passes.pyx'
     log_densities multiplies and logs (pyopnb_products); two tables at once
     where nset = 2. acc: scratch [2 K]."""
     cdef double* pr[2]
@@ -145,7 +149,7 @@ cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned cha
     sp.sparse = 10 * m <= _DENSE * nbin
 
 
-cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const double* Wk, double* S,
+cdef void _grid_sums(const Classes* P, const Kernel* ker, Column* col, const double* Wk, double* S,
                     double* D, bint logs, Support* sp, bint anchors_all, bint eval_all, double* T, bint have_T,
                     int nthr) noexcept nogil:
     """Kernel sums (kernel ker) at the column's grid points of grid weights
@@ -165,16 +169,16 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
     cdef const Py_ssize_t* lo
     cdef int K = P.K
     # the column's tables, with the decays in T where asked (the column's own stay as they are)
-    cdef Tables tb = col.tb
+    cdef RunningSums tb = col.tb
     if T != NULL:
-        tb.T = T
+        tb.decay = T
     # (the evaluation points are grid points, on their anchors: no positions to give)
     if sp.sparse:
         for j in range(m):
             sp.ax[j] = _grid_at(col, anc[j])
             pyopnb_copy_row(&Wk[anc[j] * K], K, &sp.W[j * K])
         if not have_T:
-            _cell_gap_decays(P, ker, col.delta, anc, m, sp, tb.T)
+            _cell_gap_decays(P, ker, col.delta, anc, m, sp, tb.decay)
             have_T = True
         # an evaluation point's anchor: itself, found by its place among the anchors
         lo = sp.Cpos if (anchors_all and not eval_all) else col.ident
@@ -185,7 +189,7 @@ cdef void _grid_sums(const Problem* P, const Kernel* ker, Column* col, const dou
                          logs, have_T, nthr)
 
 
-cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
+cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
                            Py_ssize_t m, Support* sp, double* T) noexcept nogil:
     """The decays of a sparse support's gaps (into T, as _recurse lays
     them out): a gap of k cells is k delta wide, and the few distinct k of a
@@ -254,7 +258,7 @@ cdef class GridTables:
     (blocks fixed by n, see _bin_nblk, added in order); the grid-sized kernel
     sums go a column to a thread.
     """
-    cdef _Work wk
+    cdef ColumnScratch wk
     cdef readonly Py_ssize_t ndim, n, nbin
     cdef Py_ssize_t TK, nblk
     cdef bint _logs_made
@@ -290,7 +294,7 @@ cdef class GridTables:
             raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
         if y.shape[0] < 1:
             raise ValueError("need at least one point")
-        self.wk = _Work(y, K, h, LINEAR, nbin, eps, beta, num_threads, False)
+        self.wk = ColumnScratch(y, K, h, LINEAR, nbin, eps, beta, num_threads, False)
         self.wk._ensure(<int> min(ndim, self.wk.nthr))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self.nblk = _bin_nblk(self.n)
@@ -377,7 +381,7 @@ cdef class GridTables:
         cdef double* Tc = _data_or_null(self._Tc)
         cdef Py_ssize_t TT = self.TT
         cdef double[:, ::1] zmn = self._zmin, zmx = self._zmax
-        cdef const Problem* P = &self.wk.P
+        cdef const Classes* P = &self.wk.P
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef Support sp
@@ -692,7 +696,7 @@ cdef class RGridTables(GridTables):
         if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef const Problem* P = &self.wk.P
+        cdef const Classes* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, e
         if self._dZ is None:
@@ -806,7 +810,7 @@ cdef class InterpGridTables(GridTables):
         if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef const Problem* P = &self.wk.P
+        cdef const Classes* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
         if self._dZ is None:
@@ -913,3 +917,66 @@ cdef class InterpGridTables(GridTables):
                         imax = <Py_ssize_t> ed[3]
                 _grid_motion(&dv[t, 0], imin, imax, d_lo, d_delta, nbin)
         return dZ
+
+
+cdef class _GridEvaluator(Evaluator):
+    """An evaluator that reads densities on each column's grid: one set of
+    tables per number of columns it meets (a fit's, and the greedy order's
+    subsets), each built once and updated at every evaluation."""
+    cdef readonly Py_ssize_t nbin
+    cdef object beta
+    cdef double eps
+    cdef dict _tables
+
+    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps):
+        Evaluator.__init__(self, y0, h, PI, threads)
+        if nbin < 2 or nbin > 2**31 - 1:
+            raise ValueError("need 2 <= nbin < 2**31")
+        self.nbin, self.eps = nbin, eps
+        self.beta = np.array(beta)
+        self._tables = {}
+
+    cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
+        raise NotImplementedError
+
+    cdef GridTables _updated(self, object Zt, bint gradient):
+        cdef Py_ssize_t ndim = np.shape(Zt)[0]
+        cdef GridTables tables = self._tables.get(ndim)
+        if tables is None or (gradient and not tables.has_gradient):
+            tables = self._tables_for(ndim, gradient)
+            self._tables[ndim] = tables
+        tables.update(Zt)
+        return tables
+
+    cpdef tuple evaluate(self, object Zt, bint gradient):
+        cdef GridTables tables = self._updated(Zt, gradient)
+        value, post = tables.value_and_posteriors(self.logprior, gradient)
+        if not gradient:
+            return float(value), None
+        return float(value), tables.gradient(post)
+
+
+cdef class RGrid(_GridEvaluator):
+    """R's binned objective (f_NB_cpp's value, df_NB_cpp's gradient, which
+    is not its derivative), on ``nbin`` grid points per column."""
+
+    cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
+        return RGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient, self.threads)
+
+    cpdef list subset_values(self, object Zt, list chosen, list candidates):
+        """Read off the columns' tables (each column's grid densities do not
+        depend on the others): a pass over the points per step."""
+        cdef GridTables tables = self._tables.get(np.shape(Zt)[0])
+        if tables is None or tables.Zt is None or not np.array_equal(tables.Zt, Zt):
+            tables = self._updated(Zt, False)
+        return list(tables.subset_values(chosen, candidates, self.logprior))
+
+
+cdef class InterpGrid(_GridEvaluator):
+    """The journal's binned objective: each column's class log densities on
+    ``nbin`` grid points interpolated linearly at the points, and the exact
+    derivative of that value."""
+
+    cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
+        return InterpGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
+                                self.threads)

@@ -1,0 +1,27 @@
+"""pyopnb's compiled core (private): the evaluations of l, R's arithmetic and
+the optimiser. The kernel sums themselves, the one recursion every sum
+goes through, are ``pyopnb._ksum``.
+
+Evaluations of l, one interface (``evaluator.pxd``), made once per fit:
+    evaluator   the interface: ``evaluate(Zt, gradient)``, ``subset_values``
+    passes      ``ColumnPasses``: exact sums, or the paper's linear binning,
+                one projected column at a time
+    grid        ``RGrid`` (R's f_NB_cpp / df_NB_cpp) and ``InterpGrid``
+                (the journal's interpolated log densities)
+    posteriors  a row's classes combined: l's terms and the posteriors
+    geometry    a projected column's grid (cells, ends, linear binning)
+    products.h  a point's class densities multiplied over the columns
+    decay.h     the kernel's decays over a gap; sweep.h the recursion's
+                one-thread sweep; lanes.h the two-lane vector type
+
+R's arithmetic, to R's bits:
+    project     Z = X V in reference BLAS's order (project.h)
+    colstats    colMeans, var, sd, cov, sum, colSums, rowSums
+    linalg      crossproducts, products, Jacobi, the C library's exp and log
+    eigen       R's eigen: reference LAPACK's dsyevr, ported (reflapack.h)
+    lbfgsb      R's optim L-BFGS-B
+
+Others: sort (argsorts), gaussian (OPGD's objective), testing (entry
+points for tests to pieces called from C only), common.pxd / alloc.h
+(scratch memory, OpenMP's thread numbers).
+"""

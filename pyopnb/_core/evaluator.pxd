@@ -1,0 +1,12 @@
+# The one interface of the compiled evaluations (see evaluator.pyx).
+
+cdef class Evaluator:
+    cdef readonly object y0         # int32 [n]: class codes 0..K-1
+    cdef readonly object h          # [K]: each class's bandwidth
+    cdef readonly object logprior   # [K]: log PI_k, the C library's log
+    cdef readonly int K
+    cdef readonly Py_ssize_t n
+    cdef readonly int threads
+
+    cpdef tuple evaluate(self, object Zt, bint gradient)
+    cpdef list subset_values(self, object Zt, list chosen, list candidates)

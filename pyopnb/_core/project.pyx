@@ -1,0 +1,46 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
+# distutils: language = c++
+"""Z = XV, each entry summed in R's order (to R's bits)."""
+import numpy as np
+from cython.parallel cimport prange
+
+cdef extern from "_core/project.h" nogil:
+    # one row of Z' = (X V)' in R's summation order
+    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
+                            Py_ssize_t nd, double* zt, Py_ssize_t n)
+
+
+def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out=None):
+    """Z' = (X V)', each entry summed over the features in order, without FMA.
+
+    That is how R's reference BLAS forms X %*% V. OpenBLAS rounds differently,
+    and on ill-conditioned problems the last bit of Z decides where
+    L-BFGS-B's line search stops, so R's fits are only reproduced with R's order.
+    ``out``: a C-contiguous [ndim, n] float64 array to write into (else a new one).
+    """
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], nd = V.shape[1], i
+    if V.shape[0] != p:
+        raise ValueError("V must have as many rows as X has columns")
+    # V padded to an even number of columns: the kernel takes them in pairs
+    if nd % 2:
+        Vc = np.zeros((p, nd + 1))
+        Vc[:, :nd] = V
+    else:
+        Vc = V
+    cdef Py_ssize_t ndp = Vc.shape[1]
+    cdef const double[:, ::1] vc = Vc
+    if (isinstance(out, np.ndarray) and out.shape == (nd, n) and out.dtype == np.float64
+            and out.flags.c_contiguous and out.flags.writeable):
+        Zt = out
+    else:
+        Zt = np.empty((nd, n))
+    if n == 0 or nd == 0:
+        return Zt
+    cdef double[:, ::1] zt = Zt
+    cdef const double* vp = &vc[0, 0] if p > 0 else NULL
+    cdef const double* xp
+    with nogil:
+        for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
+            xp = &X[i, 0] if p > 0 else NULL
+            pyopnb_project_row(xp, p, vp, ndp, nd, &zt[0, i], n)
+    return Zt
