@@ -4,9 +4,10 @@ from importlib.util import find_spec as _find_spec
 
 # Before the compiled core loads OpenMP (libgomp reads this once, at load):
 # between parallel regions libgomp's idle threads spin for 300000 rounds by
-# default, milliseconds, and on shared or virtual CPUs that spinning took the
-# time of the thread doing the work (a one-column fit ran 3.5 times slower,
-# 0.67 s against 0.19 s at n = 2e4). A user's own setting wins.
+# default, milliseconds, and on shared or virtual CPUs that spinning takes
+# the time of the thread doing the work, between every two of a fit's many
+# short parallel regions (measured in docs/benchmarks.md). A user's own
+# setting wins.
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 if _find_spec("pyopnb._ksum") is None:

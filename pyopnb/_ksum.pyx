@@ -23,11 +23,10 @@ any size decays to a true (possibly tiny) value instead of 0/0. FKSUM's
 expanded form multiplies exp(x_i) by exp(-x_j), which loses accuracy with the
 spread of x and returns NaN past about 745 bandwidths.
 
-The compiled core is cut along its sections, one module each, sharing
-declarations through .pxd files: _sort (radix argsort), _ksum (this
-recursion; exact_sums and grid_sums), _passes (the objective's column
-passes), _grid (R's binned objective's grid tables), _project (Z = XV and
-R's column statistics); _core.pxd and _simd.pxd declare the C helpers.
+This module is the recursion and its entry points (exact_sums, grid_sums,
+class_sums). Every evaluation of the objective calls it from the private
+package pyopnb._core (its __init__ maps that package); _core/common.pxd,
+_core/decay.pxd and _core/sweep.h declare the helpers it shares with them.
 """
 import numpy as np
 cimport numpy as cnp
@@ -155,8 +154,8 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     Each gap's decays are computed once, on nthr threads: with one bandwidth
     its row d^m exp(-d), T [G, a+1]; with class bandwidths exp(-d) of each
     class, T [G, r], each row formed as the passes read it (a table of whole
-    rows was a+1 times larger, and writing and reading it cost more than the
-    products).
+    rows would be a+1 times larger, and the passes would write and read it
+    whole).
     Ldep[g, c, k] is Ldep[(g r + c) dep_a1 + k], and 0 for k >= dep_a1: with
     dep_a1 = 1 it is just the weights sitting on the anchors (order 0).
     on_anchor: every sample sits on an anchor (so dep_a1 = 1), a point's
@@ -171,8 +170,8 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     if G == 0:
         return
     if nthr == 1 or G < _PAR_ANCHORS:
-        # no parallel region: a team of one still costs a futex wake-up (a third of a microsecond),
-        # and a team for a few anchors more than the passes (kernel naive Bayes' small classes)
+        # no parallel region: a team of one still costs a futex wake-up, and a
+        # team for a few anchors more than the passes (kernel naive Bayes' small classes)
         if not have_T:
             _gap_decays(anchors, 1, G, h, shared, a, r, T)
         _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)

@@ -167,19 +167,10 @@ def _check_out(path: str, suffixes: Sequence[str], what: str, option: str = "--o
 _CLI_WORDS = {"lam": "--lam", "nbin": "--nbin", "exact": "--exact", "gamma": "--gamma", "V0": None, "maxit": "--maxit"}
 
 
-def _fit_quietly(fit, *args, **kwargs):
-    """A fit with its convergence warning held back: the command says it
-    itself, in its own words (no Python source line)."""
-    from .exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return fit(*args, **kwargs)
-
-
 def cmd_fit(args) -> None:
+    from .exceptions import fit_quietly
     from .fitting import fit
-    from .formulation import FORMULATIONS, formulation
+    from .formulation import formulation
     from .rio import write_model
 
     _check_out(args.out, (".rds", ".json"), "model files", inputs=[args.train])
@@ -188,16 +179,10 @@ def cmd_fit(args) -> None:
     nbin = None if args.exact else (1000 if args.nbin is None else args.nbin)
     given = {"lam": args.lam, "scale": False if args.no_scale else None, "gamma": args.gamma,
              "prescale": True if args.prescale else None}
-    flags = {"lam": "--lam", "scale": "--no-scale", "gamma": "--gamma", "prescale": "--prescale"}
-    own = FORMULATIONS[args.formulation].params
-    foreign = [flags[k] for k, v in given.items() if v is not None and k not in own]
-    if foreign:
-        takes = ", ".join(flags[k] for k in flags if k in own) or "none of these"
-        verb = "belongs" if len(foreign) == 1 else "belong"
-        raise CLIError(f"{' and '.join(foreign)} {verb} to another formulation: --formulation {args.formulation} "
-                       f"takes {takes}")
+    flags = {"lam": "--lam", "scale": "--no-scale", "gamma": "--gamma", "prescale": "--prescale",
+             "formulation": "--formulation"}
     try:
-        form = formulation(args.formulation, **{k: v for k, v in given.items() if v is not None})
+        form = formulation(args.formulation, words=flags, **{k: v for k, v in given.items() if v is not None})
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     df = _read_csv(args.train)
@@ -210,7 +195,8 @@ def cmd_fit(args) -> None:
     if X.shape[1] == 0:
         raise CLIError(f"{args.train}: no feature columns besides {args.target!r}")
     try:
-        model = _fit_quietly(fit, X, y.to_numpy(), form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
+        # the command says the formulation's note itself, in its own words (no Python source line)
+        model, _ = fit_quietly(fit, X, y.to_numpy(), form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
                              threads=args.threads, caller="pyopnb fit")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
@@ -464,7 +450,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _in_cli_words(message: str) -> str:
     """A library warning's advice, with the command's options for Python's arguments."""
-    return (message.replace("predict(..., log=True) computes in log space and has no such rows",
+    from .model import LOG_SPACE_ADVICE
+
+    return (message.replace(LOG_SPACE_ADVICE,
                             "without --r-compatible, posteriors are computed in log space and keep their class")
             .replace("predict: ", ""))
 

@@ -102,20 +102,6 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _fit_quietly(fn: Callable[..., OPNBModel], *args: Any, **kwargs: Any) -> Tuple[OPNBModel, List[str]]:
-    """fn's model, and the convergence warnings it gave (other warnings pass on)."""
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always", exceptions.ConvergenceWarning)
-        model = fn(*args, **kwargs)
-    notes = []
-    for w in rec:
-        if issubclass(w.category, exceptions.ConvergenceWarning):
-            notes.append(str(w.message).split(": ", 1)[-1])
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return model, notes
-
-
 def _warn_once(caller: str, notes: List[str], fits: int) -> None:
     """One warning for the inner fits of a cross-validation, counting each kind."""
     if notes:
@@ -131,7 +117,7 @@ def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress
     notes: List[str] = []
     for j, test in enumerate(folds):
         train = np.concatenate([f for i, f in enumerate(folds) if i != j])
-        model, said = _fit_quietly(OPNB, X[train], labels[train], lam=lam, **fit_kwargs)
+        model, said = exceptions.fit_quietly(OPNB, X[train], labels[train], lam=lam, **fit_kwargs)
         notes += said
         pred = predict(model, X[test])["class"]
         correct += int(np.sum(pred == np.asarray(labels[test])))
@@ -233,13 +219,13 @@ def _journal_fold(X, labels, train, test, gamma, ndims, path, fit_kwargs) -> Tup
     hits = np.zeros(len(ndims), dtype=np.int64)
     if path:
         # one fit at the largest ndim; its first m greedy columns serve ndim = m
-        model, notes = _fit_quietly(opnb_journal, X[train], labels[train], ndim=max(ndims), gamma=gamma, **fit_kwargs)
+        model, notes = exceptions.fit_quietly(opnb_journal, X[train], labels[train], ndim=max(ndims), gamma=gamma, **fit_kwargs)
         for j, m in enumerate(ndims):
             hits[j] = int(np.sum(predict(model, X[test], ndim=m, log=True)["class"] == np.asarray(labels[test])))
         return hits, notes, 1
     notes = []
     for j, m in enumerate(ndims):
-        model, said = _fit_quietly(opnb_journal, X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs)
+        model, said = exceptions.fit_quietly(opnb_journal, X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs)
         notes += said
         hits[j] = int(np.sum(predict(model, X[test], log=True)["class"] == np.asarray(labels[test])))
     return hits, notes, len(ndims)

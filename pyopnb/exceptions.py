@@ -9,9 +9,11 @@ not import scikit-learn (0.7 s): ``pyopnb.ConvergenceWarning`` and
 """
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
+from typing import Any, Callable, List, Tuple
 
-__all__ = ["ConvergenceWarning"]  # noqa: F822 (made by __getattr__, on first use)
+__all__ = ["ConvergenceWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
 
 
 @lru_cache(maxsize=None)
@@ -29,6 +31,23 @@ def convergence_warning() -> type:
 
     ConvergenceWarning.__module__ = "pyopnb"
     return ConvergenceWarning
+
+
+def fit_quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Tuple[Any, List[str]]:
+    """``fn(*args, **kwargs)`` with its convergence warnings held back: the
+    result, and each warning's note without the caller's name (the part
+    after its first ": "), for the caller to say in its own words. Other
+    warnings pass on."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always", convergence_warning())
+        result = fn(*args, **kwargs)
+    notes = []
+    for w in rec:
+        if issubclass(w.category, convergence_warning()):
+            notes.append(str(w.message).split(": ", 1)[-1])
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result, notes
 
 
 def __getattr__(name: str):

@@ -436,12 +436,23 @@ def corrected(name: str) -> str:
                      f"{CorrectFormulation.name!r}), not {label_text(name)}")
 
 
-def formulation(name: str, **params: Any) -> Formulation:
+def formulation(name: str, *, words: Optional[Dict[str, str]] = None, **params: Any) -> Formulation:
     """The formulation registered as ``name``, built with ``params``; a
-    parameter of another formulation is an error that says whose it is."""
+    parameter of another formulation is an error that says whose it is.
+
+    ``words`` names the parameters (and ``"formulation"``) as the caller
+    knows them, the command line's flags: the error then names those, and
+    lists only the parameters the caller can give."""
     if name not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, got {label_text(name)}")
     cls = FORMULATIONS[name]
+    if words is not None:
+        foreign = [k for k in params if k not in cls.params]
+        if foreign:
+            takes = ", ".join(w for k, w in words.items() if k in cls.params) or "none of these"
+            verb = "belongs" if len(foreign) == 1 else "belong"
+            raise ValueError(f"{' and '.join(words[k] for k in foreign)} {verb} to another formulation: "
+                             f"{words['formulation']} {name} takes {takes}")
     foreign = sorted(k for k in params if k not in cls.params)
     if foreign:
         owners = {k: [n for n, c in FORMULATIONS.items() if k in c.params] for k in foreign}

@@ -29,7 +29,9 @@ class OPNBModel:
     """A fitted OPNB model with R's fields and meanings.
 
     V : (d, ndim) projection for raw data: projections are ``(X - mu) @ V``.
-    X : (n, d) raw training data. y : (n,) class codes 1..K (as R).
+    X : (n, d) raw training data. y : (n,) class codes 1..K: R's field, as R
+        keeps it (1-based); ``y0`` gives the 0-based codes that the rest of
+        pyopnb takes.
     PI : (K,) priors. h : (K, ndim) bandwidths. nc : K. mu : (d,) column means.
     scales : (d,) column multipliers (1/sd, 0 for constant columns, 1 if not
     scaled). ynames : (K,) class labels. lam : penalty. fval : objective at V.
@@ -81,6 +83,12 @@ class OPNBModel:
     def ndim(self) -> int:
         return self.V.shape[1]
 
+    @property
+    def y0(self) -> np.ndarray:
+        """The training labels as 0-based class codes (``y - 1``), as
+        pyopnb's functions take them."""
+        return np.asarray(self.y, dtype=np.int64) - 1
+
     def project(self, X: Any) -> np.ndarray:
         """Projections ``(X - mu) @ V`` of raw data (summed in R's order)."""
         Xa = check_X(X, "Xte", self.V.shape[0], self.feature_names)
@@ -108,7 +116,7 @@ def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndi
     """[m, K]: log f_k (log=True) or the product densities f_k, per R's
     predict, over the model's columns first..first + ndim - 1 (pte and ptr
     hold those columns)."""
-    y0 = np.asarray(model.y, dtype=np.int64) - 1
+    y0 = model.y0
     counts = np.bincount(y0, minlength=model.nc)
     if np.any(counts == 0):
         raise ValueError(f"class {label_text(model.ynames[int(np.argmin(counts))])} has no training points in the model")
@@ -147,6 +155,10 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
     return _predict(check_model(model), Xte, ndim, log, _threads.resolve(threads))
 
 
+# the remedy predict's underflow warning names (the command line says it in its own words)
+LOG_SPACE_ADVICE = "predict(..., log=True) computes in log space and has no such rows"
+
+
 def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool, thr: int) -> Dict[str, np.ndarray]:
     d, full = model.V.shape
     nd = full if ndim is None else check_ndim(ndim, full, "the model's columns, ncol(V)")
@@ -167,7 +179,7 @@ def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool, thr: in
         warnings.warn(
             f"predict: every class density of {n_lost} of {den.shape[0]} rows underflowed to 0; as R does, "
             f"they become machine epsilon, so those rows get a uniform posterior and the first class. "
-            f"predict(..., log=True) computes in log space and has no such rows.", RuntimeWarning, stacklevel=2)
+            f"{LOG_SPACE_ADVICE}.", RuntimeWarning, stacklevel=2)
     den = np.ascontiguousarray(np.where(lost, _MACHINE_EPS, den))
     post = den / colstats.r_rowsums(den)[:, None]
     return {"posterior": post, "class": model.ynames[np.argmax(post, axis=1)]}

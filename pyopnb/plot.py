@@ -165,7 +165,7 @@ def plot(
 
 def _log_joint(model: OPNBModel, ptr: np.ndarray, cols: Sequence[int], at: np.ndarray) -> np.ndarray:
     """log PI_k f_k at the points ``at`` of the shown columns (their own bandwidths)."""
-    return c_log_array(model.PI) + class_log_densities(ptr, np.asarray(model.y, dtype=np.int64) - 1, model.nc,
+    return c_log_array(model.PI) + class_log_densities(ptr, model.y0, model.nc,
                                                   model.h[:, list(cols)], at, True)
 
 

@@ -29,6 +29,10 @@ def test_fields_as_attributes_and_items(model, pima):
     np.testing.assert_allclose(model.h[0], model.h[1])
     with pytest.raises(KeyError):
         model["nope"]
+    # R's y is 1-based; y0, not one of R's fields, the 0-based codes pyopnb's functions take
+    assert "y0" not in model.keys()
+    np.testing.assert_array_equal(model.y0, model.y - 1)
+    assert model.y0.min() == 0 and model.ynames[model.y0].tolist() == list(pima.y_train)
 
 
 def test_pickled_model_predicts_identically(model, pima, tmp_path):

@@ -4,9 +4,9 @@
 
 #include <stdlib.h>
 #include <sys/mman.h>
-/* Large scratch goes on transparent huge pages: touching fresh 4 KiB
-   pages one fault at a time cost as much as the kernel sums themselves
-   (a third of fk_sum's time at n = 1e6). */
+/* Large scratch goes on transparent huge pages: a fresh 4 KiB page costs a
+   fault when first touched, and large sums touch as many pages as they add
+   points, so faults one page at a time rival the kernel sums themselves. */
 static inline void* _alloc(size_t nbytes) {
     void* p = NULL;
     const size_t huge = (size_t)1 << 21;

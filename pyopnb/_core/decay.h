@@ -54,9 +54,10 @@ static inline V pyopnb_exp_series(V d) {
  * (class bandwidths, the journal's formulation). This is K exponentials a
  * gap where one bandwidth needs one. With many points a gap is a small
  * fraction of every bandwidth, and there the series above replaces exp, two
- * classes at a time: 3 times faster than exp. The recursion tabulates these
- * alone and forms each row d^m exp(-d) as it reads it
- * (pyopnb_decay_from_exp): a table of whole rows was a+1 times larger. */
+ * classes at a time: a polynomial in registers instead of a call per class.
+ * The recursion tabulates these alone and forms each row d^m exp(-d) as it
+ * reads it (pyopnb_decay_from_exp): a table of whole rows would be a+1
+ * times larger. */
 static inline void pyopnb_exps(double dist, const double* h, int r, double* e) {
     int c = 0;
     for (; c + 2 <= r; c += 2) {

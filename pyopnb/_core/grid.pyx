@@ -43,18 +43,18 @@ cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
     return max(8, 4096 // K)
 
 
-cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, const int* C, Py_ssize_t n,
+cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, const int* cell_of, Py_ssize_t n,
                              const Py_ssize_t[::1] cols):
     """For _block_logf, as addresses in an intp array [3, ncol]: row 0 the
     columns cols' tables in T1 [ndim, TK], row 1 in T2 (NULL: none), row 2
-    their cells in C [ndim, n]."""
+    their cells in cell_of [ndim, n]."""
     cdef Py_ssize_t ncol = cols.shape[0], c
     out = np.zeros((3, max(ncol, 1)), dtype=np.intp)
     cdef Py_ssize_t[:, ::1] ov = out
     for c in range(ncol):
         ov[0, c] = <Py_ssize_t> &T1[cols[c] * TK]
         ov[1, c] = <Py_ssize_t> &T2[cols[c] * TK] if T2 != NULL else 0
-        ov[2, c] = <Py_ssize_t> &C[cols[c] * n]
+        ov[2, c] = <Py_ssize_t> &cell_of[cols[c] * n]
     return out
 
 
@@ -102,14 +102,15 @@ cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept 
 
 
 cdef struct Support:
-    # a column's grid points that matter, increasing: A those that hold
-    # weight (each point's cell and the next, for linear binning), C the
-    # points' cells alone (where R reads densities, where whole weights sit),
-    # with Cpos[j] the position of C[j] in A; scratch for positions and weights
-    Py_ssize_t* A
+    # a column's grid points that matter, increasing: weighted, those that
+    # hold weight (each point's cell and the next, for linear binning);
+    # occupied, the points' cells alone (where R reads densities, where whole
+    # weights sit), with occupied_pos[j] the position of occupied[j] in
+    # weighted; scratch for positions and weights
+    Py_ssize_t* weighted
     Py_ssize_t m
-    Py_ssize_t* C
-    Py_ssize_t* Cpos
+    Py_ssize_t* occupied
+    Py_ssize_t* occupied_pos
     Py_ssize_t mc
     bint sparse             # sums run over these points alone (else over the whole grid)
     double* ax              # m: anchors' positions
@@ -134,10 +135,10 @@ cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned cha
             # the next marked byte (x86-64 and Arm64 are little-endian: byte b is bits 8b..8b+7)
             g = 8 * w + (__builtin_ctzll(word) >> 3)
             word &= ~(<unsigned long long> 0xFF << (8 * (g - 8 * w)))
-            sp.A[m] = g
+            sp.weighted[m] = g
             if mask[g] & 1:
-                sp.C[mc] = g
-                sp.Cpos[mc] = m
+                sp.occupied[mc] = g
+                sp.occupied_pos[mc] = m
                 mc += 1
             m += 1
             mask[g] = 0
@@ -164,8 +165,8 @@ cdef void _grid_sums(const Classes* P, const Kernel* ker, Column* col, const dou
     T: where the anchors' decays go (NULL: the column scratch's table);
     have_T: they are there already (the same anchors as an earlier sum)."""
     cdef Py_ssize_t j, m = sp.m if anchors_all else sp.mc, me = sp.m if eval_all else sp.mc
-    cdef const Py_ssize_t* anc = sp.A if anchors_all else sp.C
-    cdef const Py_ssize_t* ev = sp.A if eval_all else sp.C
+    cdef const Py_ssize_t* anc = sp.weighted if anchors_all else sp.occupied
+    cdef const Py_ssize_t* ev = sp.weighted if eval_all else sp.occupied
     cdef const Py_ssize_t* lo
     cdef int K = P.K
     # the column's tables, with the decays in T where asked (the column's own stay as they are)
@@ -181,7 +182,7 @@ cdef void _grid_sums(const Classes* P, const Kernel* ker, Column* col, const dou
             _cell_gap_decays(P, ker, col.delta, anc, m, sp, tb.decay)
             have_T = True
         # an evaluation point's anchor: itself, found by its place among the anchors
-        lo = sp.Cpos if (anchors_all and not eval_all) else col.ident
+        lo = sp.occupied_pos if (anchors_all and not eval_all) else col.ident
         _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, NULL, lo, me, ev, S, D,
                          logs, have_T, nthr)
     else:
@@ -216,7 +217,7 @@ cdef inline double _cell_frac(double z, double lo, double delta, Py_ssize_t g) n
     return (z - lo) / delta - g
 
 
-cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const int* C, const double* Zt,
+cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const int* cell_of, const double* Zt,
                         const double* lo, const double* delta, Py_ssize_t n, Py_ssize_t ndim,
                         Py_ssize_t i0, Py_ssize_t m, double* acc) noexcept nogil:
     """acc [m, K]: for the points i0..i0+m-1, the sum over the columns (in
@@ -231,7 +232,7 @@ cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const int* C, con
     for t in range(ndim):
         for j in range(m):
             i = i0 + j
-            g = C[t * n + i]
+            g = cell_of[t * n + i]
             u = _cell_frac(Zt[t * n + i], lo[t], delta[t], g)
             row = &T[t * TK + g * K]
             a = &acc[j * K]
@@ -250,8 +251,8 @@ cdef class GridTables:
     journal's in logs (logS_lin, interpolated).
     ``update(Zt)`` builds them for a Z; the subclasses' methods are the
     passes over the points. One object serves all of a fit's evaluations, so
-    its buffers are allocated once (fresh pages cost a tenth of an
-    evaluation at n = 1e6).
+    its buffers are allocated once (fresh pages fault at first touch, at
+    every evaluation).
 
     Parallel work: the passes over the points go by (column, block of
     points) on every thread, each block binning its points into its own grid
@@ -265,22 +266,28 @@ cdef class GridTables:
     cdef readonly bint has_gradient, interp
     cdef readonly object Zt, lo, delta, S_lin, logS_lin, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
-    cdef object _A, _C, _Cpos, _nA, _nC, _sparse, _mask, _ax, _Wsp, _Tc, _E, _stamp, _cur, _Mx, _Ex
+    # each column's support (see Support), each thread's scratch for one
+    cdef object _weighted, _occupied, _occupied_pos, _nweighted, _noccupied, _sparse, _mask
+    cdef object _support_positions, _support_weights, _stamp, _cur
+    # R's gradient's decays over each column's cells; each thread's decays of gaps of k cells
+    cdef object _cell_decays, _gap_rows
+    # subset_values' per-cell maxima and scaled exponentials of the log tables
+    cdef object _cell_max, _cell_exps
     cdef object _vp_scratch, _all_cols, _scaled
-    cdef Py_ssize_t TT
-    cdef Py_ssize_t* Ap
-    cdef Py_ssize_t* Cp
-    cdef Py_ssize_t* Cposp
-    cdef Py_ssize_t* nAp
-    cdef Py_ssize_t* nCp
+    cdef Py_ssize_t cell_decay_len
+    cdef Py_ssize_t* weightedp
+    cdef Py_ssize_t* occupiedp
+    cdef Py_ssize_t* occupied_posp
+    cdef Py_ssize_t* nweightedp
+    cdef Py_ssize_t* noccupiedp
     cdef unsigned char* sparsep
     cdef unsigned char* maskp
-    cdef double* axp
-    cdef double* Wspp
-    cdef double* Ep
+    cdef double* support_positionsp
+    cdef double* support_weightsp
+    cdef double* gap_rowsp
     cdef int* stampp
     cdef int* curp
-    cdef Py_ssize_t Erow
+    cdef Py_ssize_t gap_row_len
     cdef Kernel psi
     cdef readonly int[:, ::1] cells  # each point's grid cell in each column
 
@@ -332,35 +339,35 @@ cdef class GridTables:
         self._dZ = None
         self._W = None
         # each column's support (see _support), and each thread's scratch for it
-        self._A = np.empty((ndim, nbin), dtype=np.intp)
-        self._C = np.empty((ndim, nbin), dtype=np.intp)
-        self._Cpos = np.empty((ndim, nbin), dtype=np.intp)
-        self._nA = np.zeros(ndim, dtype=np.intp)
-        self._nC = np.zeros(ndim, dtype=np.intp)
+        self._weighted = np.empty((ndim, nbin), dtype=np.intp)
+        self._occupied = np.empty((ndim, nbin), dtype=np.intp)
+        self._occupied_pos = np.empty((ndim, nbin), dtype=np.intp)
+        self._nweighted = np.zeros(ndim, dtype=np.intp)
+        self._noccupied = np.zeros(ndim, dtype=np.intp)
         self._sparse = np.zeros(ndim, dtype=np.uint8)
         self._mask = np.zeros((self.wk.nthr, 8 * ((nbin + 7) // 8)), dtype=np.uint8)
-        self._ax = np.empty((self.wk.nthr, nbin))
-        self._Wsp = np.empty((self.wk.nthr, nbin * K))
+        self._support_positions = np.empty((self.wk.nthr, nbin))
+        self._support_weights = np.empty((self.wk.nthr, nbin * K))
         # each column's decays over its cells (R's gradient, sparse supports), a row a gap as _recurse's T
-        self.TT = nbin * (self.wk.P.ker.a + 1 if self.wk.P.shared else K)
-        self._Tc = np.empty((ndim, self.TT)) if gradient and not interp else None
+        self.cell_decay_len = nbin * (self.wk.P.ker.a + 1 if self.wk.P.shared else K)
+        self._cell_decays = np.empty((ndim, self.cell_decay_len)) if gradient and not interp else None
         # each thread's decays of gaps of k cells (sparse supports), for the widest kernel (psi's)
-        self.Erow = self.wk.P.ker.a + 2 if self.wk.P.shared else K
-        self._E = np.empty((self.wk.nthr, nbin * self.Erow))
+        self.gap_row_len = self.wk.P.ker.a + 2 if self.wk.P.shared else K
+        self._gap_rows = np.empty((self.wk.nthr, nbin * self.gap_row_len))
         self._stamp = np.zeros((self.wk.nthr, nbin), dtype=np.intc)
         self._cur = np.zeros(self.wk.nthr, dtype=np.intc)
-        self.Ep = <double*> cnp.PyArray_DATA(self._E)
+        self.gap_rowsp = <double*> cnp.PyArray_DATA(self._gap_rows)
         self.stampp = <int*> cnp.PyArray_DATA(self._stamp)
         self.curp = <int*> cnp.PyArray_DATA(self._cur)
-        self.Ap = <Py_ssize_t*> cnp.PyArray_DATA(self._A)
-        self.Cp = <Py_ssize_t*> cnp.PyArray_DATA(self._C)
-        self.Cposp = <Py_ssize_t*> cnp.PyArray_DATA(self._Cpos)
-        self.nAp = <Py_ssize_t*> cnp.PyArray_DATA(self._nA)
-        self.nCp = <Py_ssize_t*> cnp.PyArray_DATA(self._nC)
+        self.weightedp = <Py_ssize_t*> cnp.PyArray_DATA(self._weighted)
+        self.occupiedp = <Py_ssize_t*> cnp.PyArray_DATA(self._occupied)
+        self.occupied_posp = <Py_ssize_t*> cnp.PyArray_DATA(self._occupied_pos)
+        self.nweightedp = <Py_ssize_t*> cnp.PyArray_DATA(self._nweighted)
+        self.noccupiedp = <Py_ssize_t*> cnp.PyArray_DATA(self._noccupied)
         self.sparsep = <unsigned char*> cnp.PyArray_DATA(self._sparse)
         self.maskp = <unsigned char*> cnp.PyArray_DATA(self._mask)
-        self.axp = <double*> cnp.PyArray_DATA(self._ax)
-        self.Wspp = <double*> cnp.PyArray_DATA(self._Wsp)
+        self.support_positionsp = <double*> cnp.PyArray_DATA(self._support_positions)
+        self.support_weightsp = <double*> cnp.PyArray_DATA(self._support_weights)
 
     def update(self, double[:, ::1] Zt):
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
@@ -378,8 +385,8 @@ cdef class GridTables:
         cdef double* Td = _data_or_null(self.D_simple)
         cdef double* PL = _data_or_null(self._part_lin)
         cdef double* PS = _data_or_null(self._part_simple)
-        cdef double* Tc = _data_or_null(self._Tc)
-        cdef Py_ssize_t TT = self.TT
+        cdef double* Tc = _data_or_null(self._cell_decays)
+        cdef Py_ssize_t cell_decay_len = self.cell_decay_len
         cdef double[:, ::1] zmn = self._zmin, zmx = self._zmax
         cdef const Classes* P = &self.wk.P
         cdef Column* cols = self.wk.cols
@@ -441,7 +448,7 @@ cdef class GridTables:
                     # decays are kept for the gradient's sums; on the grid, they are those just made
                     _reduce_blocks(&PS[t * nblk * TK], nblk, TK)
                     _grid_sums(P, &P.ker, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], 0, &sp, False, False,
-                               &Tc[t * TT] if sp.sparse else NULL, not sp.sparse, inner)
+                               &Tc[t * cell_decay_len] if sp.sparse else NULL, not sp.sparse, inner)
         self._logs_made = False
         return self
 
@@ -449,22 +456,22 @@ cdef class GridTables:
         """Column t's support with thread tid's scratch: found from the
         cells (build, in update) or as update found it."""
         cdef Support sp
-        sp.A = &self.Ap[t * self.nbin]
-        sp.C = &self.Cp[t * self.nbin]
-        sp.Cpos = &self.Cposp[t * self.nbin]
-        sp.ax = &self.axp[tid * self.nbin]
-        sp.W = &self.Wspp[tid * self.nbin * self.wk.P.K]
-        sp.E = &self.Ep[tid * self.nbin * self.Erow]
+        sp.weighted = &self.weightedp[t * self.nbin]
+        sp.occupied = &self.occupiedp[t * self.nbin]
+        sp.occupied_pos = &self.occupied_posp[t * self.nbin]
+        sp.ax = &self.support_positionsp[tid * self.nbin]
+        sp.W = &self.support_weightsp[tid * self.nbin * self.wk.P.K]
+        sp.E = &self.gap_rowsp[tid * self.nbin * self.gap_row_len]
         sp.stamp = &self.stampp[tid * self.nbin]
         sp.cur = &self.curp[tid]
         if build:
             _support(&self.cells[t, 0], self.n, self.nbin, &self.maskp[tid * 8 * ((self.nbin + 7) // 8)], &sp)
-            self.nAp[t] = sp.m
-            self.nCp[t] = sp.mc
+            self.nweightedp[t] = sp.m
+            self.noccupiedp[t] = sp.mc
             self.sparsep[t] = sp.sparse
         else:
-            sp.m = self.nAp[t]
-            sp.mc = self.nCp[t]
+            sp.m = self.nweightedp[t]
+            sp.mc = self.noccupiedp[t]
             sp.sparse = self.sparsep[t]
         return sp
 
@@ -508,11 +515,11 @@ cdef class RGridTables(GridTables):
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.S_lin)
         cdef const double* Ts = _data_or_null(self.S_simple)
-        cdef const int* C = &self.cells[0, 0]
+        cdef const int* cell_of = &self.cells[0, 0]
         cdef Py_ssize_t TK = self.TK
         cdef double total = 0.0
         cdef double* lf
-        cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, C, n, colv)
+        cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, cell_of, n, colv)
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
@@ -531,7 +538,7 @@ cdef class RGridTables(GridTables):
         return total / n, post
 
     cdef void _make_logs(self):
-        """logS_lin = log S_lin at each column's cells (its support's C: all
+        """logS_lin = log S_lin at each column's cells (its support's occupied cells: all
         that subset_values reads), once per update."""
         cdef Py_ssize_t t, j, e
         cdef int k, K = self.wk.P.K
@@ -545,7 +552,7 @@ cdef class RGridTables(GridTables):
         for t in range(self.ndim):
             sp = self._column_support(t, 0, False)
             for j in range(sp.mc):
-                e = sp.C[j] * K
+                e = sp.occupied[j] * K
                 for k in range(K):
                     L[t, e + k] = log(T[t, e + k])
         self._logs_made = True
@@ -559,9 +566,9 @@ cdef class RGridTables(GridTables):
         cdef Py_ssize_t j, e, g
         cdef int k, K = self.wk.P.K
         cdef double mx, v
-        if self._Mx is None:
-            self._Mx = np.zeros((self.ndim, self.nbin))
-            self._Ex = np.zeros((self.ndim, self.TK))
+        if self._cell_max is None:
+            self._cell_max = np.zeros((self.ndim, self.nbin))
+            self._cell_exps = np.zeros((self.ndim, self.TK))
             self._scaled = np.zeros(self.ndim, dtype=np.uint8)
         cdef unsigned char[::1] done = self._scaled
         if done[t]:
@@ -569,10 +576,10 @@ cdef class RGridTables(GridTables):
         done[t] = 1
         cdef Support sp = self._column_support(t, 0, False)
         cdef double[:, ::1] L = self.logS_lin
-        cdef double[:, ::1] M = self._Mx
-        cdef double[:, ::1] E = self._Ex
+        cdef double[:, ::1] M = self._cell_max
+        cdef double[:, ::1] E = self._cell_exps
         for j in range(sp.mc):
-            g = sp.C[j]
+            g = sp.occupied[j]
             e = g * K
             mx = -INFINITY
             for k in range(K):
@@ -626,8 +633,8 @@ cdef class RGridTables(GridTables):
         cdef const Py_ssize_t[::1] ccv = ccols
         for c in range(nc):
             self._scale_rows(ccv[c])
-        cdef const double[:, ::1] Mv = self._Mx
-        cdef const double[:, ::1] Ev = self._Ex
+        cdef const double[:, ::1] Mv = self._cell_max
+        cdef const double[:, ::1] Ev = self._cell_exps
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
         accs = np.empty((nthr, B * K + 2 * K + 16))
@@ -641,9 +648,9 @@ cdef class RGridTables(GridTables):
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
         cdef const double* Sl = _data_or_null(self.S_lin)
-        cdef const int* C = &self.cells[0, 0]
+        cdef const int* cell_of = &self.cells[0, 0]
         cdef Py_ssize_t TK = self.TK
-        cdef const Py_ssize_t[:, ::1] bp = _column_pointers(Sl, NULL, TK, C, n, bv)
+        cdef const Py_ssize_t[:, ::1] bp = _column_pointers(Sl, NULL, TK, cell_of, n, bv)
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
@@ -663,7 +670,7 @@ cdef class RGridTables(GridTables):
                 for c in range(nc):
                     t = ccv[c]
                     for j in range(m):
-                        g = C[t * n + i0 + j]
+                        g = cell_of[t * n + i0 + j]
                         yi = y[i0 + j]
                         row = &Tl[t * TK + g * K]
                         er = &Ev[t, g * K]
@@ -705,11 +712,11 @@ cdef class RGridTables(GridTables):
         dZ = self._dZ
         cdef double[:, ::1] dv = dZ
         cdef double* DW = _data_or_null(self._W)
-        cdef double* Tc = _data_or_null(self._Tc)
-        cdef Py_ssize_t TT = self.TT
+        cdef double* Tc = _data_or_null(self._cell_decays)
+        cdef Py_ssize_t cell_decay_len = self.cell_decay_len
         cdef double* PW = _data_or_null(self._part_lin)
         cdef double* pw
-        cdef const int* C = &self.cells[0, 0]
+        cdef const int* cell_of = &self.cells[0, 0]
         cdef double[::1] lo = self.lo, delta = self.delta
         cdef double* Ts = _data_or_null(self.S_simple)
         cdef double* Td = _data_or_null(self.D_simple)
@@ -725,7 +732,7 @@ cdef class RGridTables(GridTables):
                 pw = &PW[it * TK]
                 memset(pw, 0, TK * sizeof(double))
                 for i in range(i0, i1):
-                    e = C[t * n + i] * K
+                    e = cell_of[t * n + i] * K
                     dv[t, i] = pyopnb_grad_point(&Ts[t * TK + e], &Td[t * TK + e], &pw[e], &pp[i * K], P.y[i],
                                                  K, P.h, P.shared, False)
             # the sample-point term: sums of each column's c weights at its grid
@@ -736,14 +743,14 @@ cdef class RGridTables(GridTables):
                 _set_grid(col, lo[t], delta[t], nbin, not sp.sparse)
                 _reduce_blocks(&PW[t * nblk * TK], nblk, TK)
                 _grid_sums(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, &sp, False, False,
-                           &Tc[t * TT] if sp.sparse else NULL, sp.sparse, inner)
+                           &Tc[t * cell_decay_len] if sp.sparse else NULL, sp.sparse, inner)
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
                 for i in range(i0, i1):
                     k = P.y[i]
-                    dv[t, i] -= P.wh[k] * DW[t * TK + C[t * n + i] * K + k]
+                    dv[t, i] -= P.wh[k] * DW[t * TK + cell_of[t * n + i] * K + k]
         return dZ
 
 
@@ -774,14 +781,14 @@ cdef class InterpGridTables(GridTables):
         cdef const double* Zp = _data_or_null(self.Zt)
         cdef const double* lo = _data_or_null(self.lo)
         cdef const double* dl = _data_or_null(self.delta)
-        cdef const int* C = &self.cells[0, 0]
+        cdef const int* cell_of = &self.cells[0, 0]
         cdef double total = 0.0
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='static'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_interp(Tl, self.TK, K, C, Zp, lo, dl, n, ndim, i0, m, &av[tid, 0])
+                _block_interp(Tl, self.TK, K, cell_of, Zp, lo, dl, n, ndim, i0, m, &av[tid, 0])
                 for j in range(m):
                     tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
                                                 &pp[(i0 + j) * K] if posteriors else NULL)
@@ -825,7 +832,7 @@ cdef class InterpGridTables(GridTables):
         cdef double* edge = _data_or_null(self._edge)
         cdef double* pa
         cdef const double* row
-        cdef const int* C = &self.cells[0, 0]
+        cdef const int* cell_of = &self.cells[0, 0]
         cdef const double* Zp = _data_or_null(self.Zt)
         cdef const double* Tl = _data_or_null(self.logS_lin)
         cdef double[::1] lo = self.lo, delta = self.delta
@@ -846,7 +853,7 @@ cdef class InterpGridTables(GridTables):
                 pa = &PA[it * TK]
                 memset(pa, 0, TK * sizeof(double))
                 for i in range(i0, i1):
-                    g = C[t * n + i]
+                    g = cell_of[t * n + i]
                     u = _cell_frac(Zp[t * n + i], lo[t], delta[t], g)
                     row = &Tl[t * TK + g * K]
                     e = 0.0
@@ -875,7 +882,7 @@ cdef class InterpGridTables(GridTables):
                 kern = 0.0
                 for j in range(sp.m):
                     for k in range(K):
-                        kern = kern + Wb[t * nblk * TK + sp.A[j] * K + k] * Psi[t * TK + sp.A[j] * K + k]
+                        kern = kern + Wb[t * nblk * TK + sp.weighted[j] * K + k] * Psi[t * TK + sp.weighted[j] * K + k]
                 kd[t] = kern / delta[t]
             # sample-point terms, dz = (dl/ds) / delta, and each block's share of the grid's motion
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
@@ -889,7 +896,7 @@ cdef class InterpGridTables(GridTables):
                 imax = i0
                 for i in range(i0, i1):
                     k = P.y[i]
-                    g = C[t * n + i]
+                    g = cell_of[t * n + i]
                     d = dv[t, i] + P.wcls[k] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
                     sv = (Zp[t * n + i] - lo[t]) / delta[t]
                     dv[t, i] = d / delta[t]

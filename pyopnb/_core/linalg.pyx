@@ -48,8 +48,8 @@ _level_of = {}  # PYOPNB_SIMD's value -> the path (read on every call: tests cha
 
 
 cdef int _level() except -1:
-    # the C library's getenv: os.environ writes through to it, and reading
-    # the mapping cost a tenth of a small objective's evaluation
+    # the C library's getenv: os.environ writes through to it, and it needs
+    # no Python mapping built at every crossproduct
     cdef const char* env = getenv(b"PYOPNB_SIMD")
     raw = b"" if env == NULL else <bytes>env
     level = _level_of.get(raw)

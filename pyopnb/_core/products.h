@@ -21,9 +21,9 @@ static inline void pyopnb_copy_row(const double* src, int K, double* dst) {
  * (pyopnb_log_products). A product that would leave [1e-289, 1e289] (or meet
  * a 0, an inf or a NaN) is closed: its log goes to acc and the new factor
  * starts the next, so no product underflows or overflows, and a class
- * density of 0 still gives -inf. The logs of the columns' densities
- * themselves were a tenth of an evaluation; a product rounds within an ulp
- * a factor, their sum of logs within as little. */
+ * density of 0 still gives -inf. One log per point and class, where a log
+ * per column would be ndim of them; a product rounds within an ulp a
+ * factor, their sum of logs within as little. */
 #define PYOPNB_PROD_LO 1e-289
 #define PYOPNB_PROD_HI 1e289
 

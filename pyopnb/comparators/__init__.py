@@ -25,11 +25,6 @@ __all__ = ["KernelNB", "CCICA", "KDDA", "LDA", "RDA", "OPGD", "SelectiveNB"]
 
 def __getattr__(name: str) -> Any:
     if name in ("METHODS", "Method"):
-        import warnings
-
-        from ..study import methods
-
-        warnings.warn(f"pyopnb.comparators.{name} moved to pyopnb.study.methods.{name}", DeprecationWarning,
-                      stacklevel=2)
-        return getattr(methods, name)
+        # the library does not reach into the experiment: the study's registry lives with the study
+        raise AttributeError(f"pyopnb.comparators.{name} has moved: use pyopnb.study.methods.{name}")
     raise AttributeError(f"module 'pyopnb.comparators' has no attribute {name!r}")
