@@ -31,7 +31,7 @@ def _r_seconds(A: np.ndarray, repeat: int) -> float:
 def main(argv=None) -> None:
     import scipy.linalg
 
-    from pyopnb._core import colstats, linalg as _linalg
+    from pyopnb._core import linalg as _linalg
     from pyopnb._core.eigen import r_eigen
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_eigen", description=__doc__.splitlines()[0])

@@ -48,7 +48,8 @@ def formulation_costs(n: int) -> str:
     """One evaluation of the journal's objective (normalised V, a bandwidth per
     class: the multi-bandwidth passes) beside R's formulation's at the same
     n, K, ndim, both on 1 and on 2 threads."""
-    from pyopnb.objective import CORRECT_BEHAVIOUR, R_BEHAVIOUR, check_problem, evaluate, evaluate_normalised
+    from pyopnb.evaluation import check_problem
+    from pyopnb.formulation import CorrectFormulation, JournalFormulation, RFormulation
 
     V, X, y, PI, _ = make(n)
     h_k = np.linspace(0.2, 0.6, PI.size)  # class bandwidths as the journal's rule gives them: all different
@@ -58,14 +59,18 @@ def formulation_costs(n: int) -> str:
     # best of 3 exact evaluations (seconds each), of 7 binned ones (a tenth of a second)
     for name, nbin, reps in (("exact", None, 3), ("binned", 1000, 7)):
         for threads in (1, 2):
-            t_r = best_of(lambda: evaluate(V, p_R, nbin, R_BEHAVIOUR, True, threads), reps)
-            t_c = best_of(lambda: evaluate(V, p_R, nbin, CORRECT_BEHAVIOUR, True, threads), reps)
-            t_j = best_of(lambda: evaluate_normalised(V, p_J, nbin, True, threads), reps)
+            # one evaluator each, as a fit makes it, evaluated again and again
+            ev_r = RFormulation().evaluator(p_R, nbin, threads)
+            ev_c = CorrectFormulation().evaluator(p_R, nbin, threads)
+            ev_j = JournalFormulation().evaluator(p_J, nbin, threads)
+            t_r = best_of(lambda: ev_r.value_and_grad(V), reps)
+            t_c = best_of(lambda: ev_c.value_and_grad(V), reps)
+            t_j = best_of(lambda: ev_j.value_and_grad(V), reps)
             rows.append([name, threads, f"{t_r:.3f}", f"{t_c:.3f}", f"{t_j:.3f}", f"{t_j / t_r:.2f}x",
                          f"{t_j / t_c:.2f}x"])
     return (f"formulations, one objective + gradient, n = {n}, p = 20, K = 10, ndim = 20 "
             "(best of 3 exact, of 7 binned)\n"
-            + table(rows, ["case", "threads", "R's s", "R's, correct=True s", "journal s", "journal / R's",
+            + table(rows, ["case", "threads", "R's s", "correct s", "journal s", "journal / R's",
                            "journal / correct"]))
 
 

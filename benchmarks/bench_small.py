@@ -72,7 +72,9 @@ def _r_time(r: R, expr: str, budget: float = 1.0) -> float:
 
 
 def objective_ratios(r: R, ns) -> list:
-    from pyopnb.objective import R_BEHAVIOUR, Workspace, check_problem, evaluate, objective_and_gradient
+    from pyopnb.evaluation import check_problem
+    from pyopnb.formulation import RFormulation
+    from pyopnb.objective import objective_and_gradient
 
     rows = []
     for n in ns:
@@ -83,15 +85,14 @@ def objective_ratios(r: R, ns) -> list:
                 r.assign(name, val)
         for case, nbin in (("exact", None), ("binned", 1000)):
             public = _time(lambda: objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat="R", threads=1), budget)
-            p = check_problem(X, y, PI, h)
-            ws = Workspace()
+            ev = RFormulation().evaluator(check_problem(X, y, PI, h), nbin, 1)
             rng = np.random.default_rng(1)
             steps = [V + 1e-3 * rng.standard_normal(V.shape) for _ in range(8)]
             k = [0]
 
             def in_fit():
                 k[0] = (k[0] + 1) % len(steps)
-                evaluate(steps[k[0]], p, nbin, R_BEHAVIOUR, True, 1, ws)
+                ev.value_and_grad(steps[k[0]])
 
             fit_eval = _time(in_fit, budget)
             if r.ok:

@@ -45,7 +45,8 @@ def _timed(fn: Callable[[], object], repeat: int) -> Tuple[float, float]:
 def cases(quick: bool, scale: bool) -> List[Tuple[str, Callable[[int], Callable[[], object]], int]]:
     """(name, threads -> the call to time, repeats)."""
     from pyopnb import OPNB
-    from pyopnb.objective import R_BEHAVIOUR, check_problem, evaluate
+    from pyopnb.evaluation import check_problem
+    from pyopnb.formulation import RFormulation
 
     div = 10 if quick else 1
     out = []
@@ -54,7 +55,8 @@ def cases(quick: bool, scale: bool) -> List[Tuple[str, Callable[[int], Callable[
         X, y = _data(n, p, 10)
         V = np.random.default_rng(1).standard_normal((p, 20)) * 0.3
         prob = check_problem(X, y, np.bincount(y) / n, np.ones(10) * 0.3)
-        return lambda thr: (lambda: evaluate(V, prob, nbin, R_BEHAVIOUR, True, thr))
+        # an evaluator as a fit makes it, on thr threads, evaluated again and again
+        return lambda thr: (lambda ev=RFormulation().evaluator(prob, nbin, thr): ev.value_and_grad(V))
 
     out.append((f"objective+gradient, binned, n={1_000_000 // div:.0e} p=50 K=10 ndim=20",
                 evaluation(1_000_000 // div, 50, 1000), 3))

@@ -8,7 +8,7 @@ import pytest
 from helpers import convergence_warnings
 
 from pyopnb import OPNB, opnb_journal
-from pyopnb.fitting import fit
+from pyopnb.fitting import fit as fit_formulation
 from pyopnb.formulation import CorrectFormulation
 
 
@@ -36,7 +36,7 @@ def test_a_failed_line_search_is_Rs_binned_objectives_normal_end(pima, monkeypat
 @pytest.mark.parametrize("fit, must, must_not", [
     (lambda d: OPNB(d.X_train, d.y_train, ndim=2, nbin=None), ["OPNB:", "a larger lam", "another start V0"],
      ["nbin", "binned"]),
-    (lambda d: fit(d.X_train, d.y_train, CorrectFormulation(), ndim=2), ["more bins (nbin)", "exact sums (nbin=None)"],
+    (lambda d: fit_formulation(d.X_train, d.y_train, CorrectFormulation(), ndim=2), ["more bins (nbin)", "exact sums (nbin=None)"],
      []),
     (lambda d: opnb_journal(d.X_train, d.y_train, ndim=2), ["opnb_journal:", "exact sums (nbin=None)"], ["lam"]),
     (lambda d: opnb_journal(d.X_train, d.y_train, ndim=2, nbin=None), ["another gamma"], ["nbin", "lam"]),

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pyopnb._core import colstats, linalg as _linalg, project as _project
+from pyopnb._core import colstats, linalg as _linalg
 
 
 @pytest.fixture

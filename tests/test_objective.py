@@ -191,7 +191,7 @@ def test_bad_input(change, match):
 def test_projection_sums_features_in_order():
     # R's reference BLAS forms X %*% V entry by entry, adding the features in
     # order; the objective uses the same order so that fits end where R's do
-    from pyopnb._core import colstats, project as _project
+    from pyopnb._core import project as _project
 
     rng = np.random.default_rng(9)
     X = rng.normal(size=(257, 11)) * 10.0 ** rng.integers(-3, 4, 11)
@@ -286,7 +286,7 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(linear, nbin):
     bandwidth for all classes gives (R's one-bandwidth path, glibc's exp).
     The gaps straddle 1/64 of the bandwidths, where the class-bandwidth
     decays switch from their series to exp."""
-    from pyopnb._core import passes as _passes, posteriors as _posteriors
+    from pyopnb._core import passes as _passes
 
     rng = np.random.default_rng(11)
     K, n = 4, 3000
@@ -338,7 +338,7 @@ def test_grid_gradient_where_a_class_density_underflows(K):
 def test_column_scratch_reused_across_evaluations(linear, nbin):
     """One scratch object serves a fit's evaluations: the same numbers as
     fresh scratch, for Z of 3, 1 and 6 columns in turn; a mismatched problem is refused."""
-    from pyopnb._core import passes as _passes, posteriors as _posteriors
+    from pyopnb._core import passes as _passes
 
     rng = np.random.default_rng(5)
     n, K, ndim = 200, 3, 3
@@ -378,7 +378,7 @@ def grid_tables(Zt, p, nbin, gradient, threads):
 
 
 def test_grid_subset_values_are_the_objective_of_the_subsets():
-    from pyopnb._core import colstats, project as _project
+    from pyopnb._core import project as _project
     from pyopnb.objective import check_problem
 
     V, X, y, PI = problem(5, n=300, d=6, ndim=5, K=4)
@@ -429,7 +429,7 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
     that the base and a candidate put points in different classes by up to
     2600 nats (the factored sum underflows past about 575): each point takes
     one path or the other, and both must give the direct value."""
-    from pyopnb._core import colstats, project as _project
+    from pyopnb._core import project as _project
     from pyopnb.objective import check_problem
 
     V, X, y, PI = problem(11, n=400, d=5, ndim=4, K=3)
@@ -468,7 +468,7 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
 
 
 def test_r_column_statistics_are_long_double_sums_in_order():
-    from pyopnb._core import colstats, project as _project
+    from pyopnb._core import colstats
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(501, 5)) * np.array([1e-8, 1.0, 1e3, 1e8, 3.0]) + 1e4
@@ -512,7 +512,7 @@ def test_value_with_other_priors_comes_from_the_same_pass(threads):
     """R's exact value squares the priors and its gradient does not: one
     pass gives the value with the one and the posteriors with the other,
     each to the bit of a pass of its own."""
-    from pyopnb._core import passes as _passes, posteriors as _posteriors
+    from pyopnb._core import posteriors as _posteriors
 
     rng = np.random.default_rng(3)
     logf = rng.normal(size=(57, 3)) * 4
@@ -536,7 +536,7 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
     class 1 900 bandwidths further (class 0's density exactly 0 there). The log of the product must be the sum of the columns'
     logs (each column alone: one factor, no product), and -inf where a
     factor is 0."""
-    from pyopnb._core import passes as _passes, posteriors as _posteriors
+    from pyopnb._core import passes as _passes
 
     rng = np.random.default_rng(3)
     n, K, ndim = 80, 2, 40

@@ -336,7 +336,7 @@ def _check_r_eigen():
 
 
 def _linalg_cov(Xs: np.ndarray) -> np.ndarray:
-    from pyopnb._core import colstats, linalg as _linalg
+    from pyopnb._core import colstats
 
     return colstats.r_cov(np.ascontiguousarray(Xs), 1)
 
