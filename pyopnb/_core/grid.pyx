@@ -475,6 +475,16 @@ cdef class GridTables:
             sp.sparse = self.sparsep[t]
         return sp
 
+    cdef Support _summing_column(self, Py_ssize_t t, int tid, Column* col, double lo, double delta,
+                                 double* parts) noexcept nogil:
+        """Column t's support as update found it, its grid on thread tid's
+        column scratch, and its blocks' grid weights (parts) added in block
+        order: a gradient's sums over the grid start here."""
+        cdef Support sp = self._column_support(t, tid, False)
+        _set_grid(col, lo, delta, self.nbin, not sp.sparse)
+        _reduce_blocks(parts, self.nblk, self.TK)
+        return sp
+
     def _check_built(self, logprior=None):
         if self.Zt is None:
             raise ValueError("no tables yet: call update(Zt) first")
@@ -739,9 +749,7 @@ cdef class RGridTables(GridTables):
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()
                 col = &cols[tid]
-                sp = self._column_support(t, tid, False)
-                _set_grid(col, lo[t], delta[t], nbin, not sp.sparse)
-                _reduce_blocks(&PW[t * nblk * TK], nblk, TK)
+                sp = self._summing_column(t, tid, col, lo[t], delta[t], &PW[t * nblk * TK])
                 _grid_sums(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, &sp, False, False,
                            &Tc[t * cell_decay_len] if sp.sparse else NULL, sp.sparse, inner)
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
@@ -866,10 +874,8 @@ cdef class InterpGridTables(GridTables):
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()
                 col = &cols[tid]
-                sp = self._column_support(t, tid, False)
-                _set_grid(col, lo[t], delta[t], nbin, not sp.sparse)
                 pa = &PA[t * nblk * TK]
-                _reduce_blocks(pa, nblk, TK)
+                sp = self._summing_column(t, tid, col, lo[t], delta[t], pa)
                 for j in range(TK):
                     # |c| from logs: f may be far below A's scale
                     a = pa[j]
