@@ -564,3 +564,17 @@ def test_ccica_is_unmoved_by_columns_that_carry_nothing(dataset):
     collinear = CCICA().fit(Xl, y)
     assert (collinear.predict(Xl) == base.predict(X)).mean() >= 0.97
     assert abs(collinear.score(Xl, y) - base.score(X, y)) <= 0.02
+
+
+def test_the_library_does_not_reach_into_the_study():
+    """The study's registry of methods lives with the study: asking the
+    comparators for it says where it is, and importing them imports no study."""
+    import subprocess
+    import sys
+
+    import pyopnb.comparators as comparators
+
+    with pytest.raises(AttributeError, match=r"use pyopnb\.study\.methods\.METHODS"):
+        comparators.METHODS
+    code = "import sys, pyopnb.comparators; print(any(m.startswith('pyopnb.study') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

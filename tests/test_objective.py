@@ -583,3 +583,49 @@ def test_r_binned_value_multiplies_the_tables_over_columns():
             assert value == pytest.approx(np.mean(v[np.arange(n), y] - lse), rel=1e-13)
         else:
             np.testing.assert_allclose(got, np.exp(v - lse[:, None]), rtol=1e-12, atol=1e-300)
+
+
+def test_former_behaviour_names_warn_and_give_the_formulation():
+    """The plumbing names objective.py exported before each formulation made
+    its own evaluator: still importable, with a FutureWarning, each giving
+    the formulation whose objective it named."""
+    import pyopnb.objective as objective
+    from pyopnb.formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation
+
+    for name, want in (("R_BEHAVIOUR", RFormulation), ("CORRECT_BEHAVIOUR", CorrectFormulation),
+                       ("INTERPOLATED_BEHAVIOUR", JournalFormulation)):
+        with pytest.warns(FutureWarning, match=f"objective.{name} is deprecated"):
+            got = getattr(objective, name)
+        assert type(got) is want
+    with pytest.warns(FutureWarning):
+        assert objective.Behaviour is Formulation
+    with pytest.raises(AttributeError, match="no attribute 'Workspace'"):
+        objective.Workspace
+
+
+def test_an_evaluator_reads_the_tables_of_the_V_it_is_asked_about():
+    """R's binned greedy order after an evaluation at another V: the evaluator
+    rebuilds its tables at the V it orders (the order of a fresh evaluator)."""
+    from pyopnb.evaluation import check_problem
+    from pyopnb.formulation import RFormulation
+
+    V, X, y, PI = problem(8, n=300, d=6, ndim=4, K=3)
+    p = check_problem(X, y, PI, np.ones(3))
+    V2 = V[:, ::-1] * np.array([1.0, -2.0, 0.5, 3.0])
+    ev = RFormulation().evaluator(p, 50, 2)
+    ev.value_and_grad(V2)
+    stale = list(ev.core.subset_values(ev._Zt, [], list(range(4))))  # what V2's tables say
+    got = ev.order_columns(V)
+    # the greedy order by definition: each step the subset whose R binned value is largest
+    chosen, remaining = [], list(range(4))
+    while remaining:
+        vals = [f_NB_cpp(V[:, chosen + [j]], X, y, PI, np.ones(3), nbin=50) for j in remaining]
+        chosen.append(remaining.pop(int(np.argmax(vals))))
+    assert got == chosen
+    alone = [f_NB_cpp(V[:, [j]], X, y, PI, np.ones(3), nbin=50) for j in range(4)]
+    assert int(np.argmax(stale)) != int(np.argmax(alone))  # V2's tables would have chosen another first column
+    # and its own last V's tables serve as they are
+    ev.value_and_grad(V)
+    assert ev.order_columns(V) == RFormulation().evaluator(p, 50, 1).order_columns(V)
+    with pytest.raises(TypeError, match="core must be"):
+        type(ev)(p, object(), 50, 2)
