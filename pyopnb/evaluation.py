@@ -5,8 +5,8 @@ A formulation chooses how its objective is computed once, in
 it returns and to nothing else. The evaluator holds what a fit fixes: the
 validated problem (scaled X, 0-based codes, priors, class bandwidths), the
 bins (or exact sums), the thread count, and one compiled evaluation of l
-(``pyopnb._core``: exact or linearly binned column passes, R's grid, the
-journal's interpolated grid) with its scratch and tables. It knows the V its
+(``pyopnb._core``: ExactPasses, LinearPasses, RGrid for R's binned
+objective, InterpGrid for the journal's) with its scratch and tables. It knows the V its
 state was last computed at, so R's greedy column order reads the tables of
 the V it is asked about, never stale ones.
 
@@ -26,11 +26,11 @@ import numpy as np
 from ._core import colstats, linalg, project
 from ._core.evaluator import Evaluator as CoreEvaluator
 from ._core.grid import InterpGrid, RGrid
-from ._core.passes import MODE_EXACT, MODE_LINEAR, ColumnPasses
+from ._core.passes import ExactPasses, LinearPasses
 from .ksum import DEFAULT_BETA
 
 __all__ = ["Problem", "check_problem", "check_V", "Evaluator", "NormalisedEvaluator", "CoreEvaluator",
-           "column_passes", "r_grid", "interp_grid", "GRID_EPS"]
+           "exact_passes", "linear_passes", "r_grid", "interp_grid", "GRID_EPS"]
 
 # R's f_NB_cpp / df_NB_cpp widen the grid of each projected column by this much.
 GRID_EPS = 1e-8
@@ -111,14 +111,15 @@ def check_V(V: Any, d: int) -> np.ndarray:
 # the compiled evaluations, with the kernel and grid every formulation uses
 # ---------------------------------------------------------------------------
 
-def column_passes(problem: Problem, nbin: Optional[int], threads: int,
-                  squared_priors: bool = False) -> ColumnPasses:
-    """Exact sums (``nbin`` None), or linear binning with each point's
-    densities summed from the binned weights; ``squared_priors`` for R's
-    f_NB_exact value."""
-    mode = MODE_EXACT if nbin is None else MODE_LINEAR
-    return ColumnPasses(problem.y0, problem.h, problem.PI, threads, mode, 0 if nbin is None else nbin,
-                        DEFAULT_BETA, GRID_EPS, squared_priors)
+def exact_passes(problem: Problem, threads: int, squared_priors: bool = False) -> ExactPasses:
+    """Exact sums; ``squared_priors`` for R's f_NB_exact value."""
+    return ExactPasses(problem.y0, problem.h, problem.PI, threads, DEFAULT_BETA, squared_priors)
+
+
+def linear_passes(problem: Problem, nbin: int, threads: int) -> LinearPasses:
+    """The paper's binned value: linear binning, each point's densities
+    summed from the binned weights, and its exact gradient."""
+    return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
 def r_grid(problem: Problem, nbin: int, threads: int) -> RGrid:

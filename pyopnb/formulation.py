@@ -44,8 +44,8 @@ from . import _threads
 from ._core import colstats, eigen as _eigen, linalg as _linalg
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
-from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, column_passes, interp_grid,
-                         r_grid)
+from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, exact_passes, interp_grid,
+                         linear_passes, r_grid)
 
 __all__ = ["Formulation", "PenalisedFormulation", "RFormulation", "CorrectFormulation", "JournalFormulation",
            "FORMULATIONS", "formulation", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
@@ -340,8 +340,7 @@ class RFormulation(PenalisedFormulation):
         """R's l: exact sums with R's squared priors in the value, or R's
         binned f_NB_cpp / df_NB_cpp (densities read at each point's grid
         point; the gradient is not the value's derivative)."""
-        core = (column_passes(problem, None, threads, squared_priors=True) if nbin is None
-                else r_grid(problem, nbin, threads))
+        core = exact_passes(problem, threads, squared_priors=True) if nbin is None else r_grid(problem, nbin, threads)
         return Evaluator(problem, core, nbin, threads)
 
     def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
@@ -363,7 +362,8 @@ class CorrectFormulation(PenalisedFormulation):
 
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
         """The paper's l, exact or linearly binned, with its exact gradient."""
-        return Evaluator(problem, column_passes(problem, nbin, threads), nbin, threads)
+        core = exact_passes(problem, threads) if nbin is None else linear_passes(problem, nbin, threads)
+        return Evaluator(problem, core, nbin, threads)
 
 
 @dataclass(repr=False)
@@ -413,7 +413,7 @@ class JournalFormulation(Formulation):
         """l(V-bar), V's columns normalised, and its gradient in V: exact
         sums, or each column's class log densities on its grid interpolated
         at the points (a value that moves smoothly with z)."""
-        core = column_passes(problem, None, threads) if nbin is None else interp_grid(problem, nbin, threads)
+        core = exact_passes(problem, threads) if nbin is None else interp_grid(problem, nbin, threads)
         return NormalisedEvaluator(problem, core, nbin, threads)
 
     def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -4,8 +4,8 @@ goes through, are ``pyopnb._ksum``.
 
 Evaluations of l, one interface (``evaluator.pxd``), made once per fit:
     evaluator   the interface: ``evaluate(Zt, gradient)``, ``subset_values``
-    passes      ``ColumnPasses``: exact sums, or the paper's linear binning,
-                one projected column at a time
+    passes      ``ExactPasses`` (exact sums) and ``LinearPasses`` (the paper's
+                linear binning), one projected column at a time
     grid        ``RGrid`` (R's f_NB_cpp / df_NB_cpp) and ``InterpGrid``
                 (the journal's interpolated log densities)
     posteriors  a row's classes combined: l's terms and the posteriors

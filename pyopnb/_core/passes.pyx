@@ -7,7 +7,7 @@ class densities summed by the recursion of _ksum; the passes over the points
 (products over the columns, per-point gradient terms) then use every thread. Two modes:
 MODE_EXACT (exact sums) and MODE_LINEAR (the correct binned objective: each
 point's weight split linearly between its grid points, densities summed at
-the points). ColumnPasses is the evaluator built on them. R's binned
+the points). ExactPasses and LinearPasses are the evaluators built on them. R's binned
 objective reads densities at grid points and is grid.pyx's.
 """
 import numpy as np
@@ -584,12 +584,9 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     return dZ
 
 
-cdef class ColumnPasses(Evaluator):
-    """l by the column passes: exact kernel sums (``mode`` MODE_EXACT), or
-    the paper's binned value (MODE_LINEAR: linear binning on ``nbin`` grid
-    points, each point's densities summed from the binned weights) with its
-    exact gradient. ``squared_priors``: R's f_NB_exact, whose value
-    multiplies by PI_k twice (its gradient does not)."""
+cdef class _ColumnPasses(Evaluator):
+    """l by the column passes in ``mode``, with a scratch kept for every
+    evaluation (the shared part of ExactPasses and LinearPasses)."""
     cdef ColumnScratch scratch
     cdef readonly int mode
     cdef readonly Py_ssize_t nbin
@@ -598,13 +595,15 @@ cdef class ColumnPasses(Evaluator):
     cdef double eps
 
     def __init__(self, y0, h, PI, int threads, int mode, Py_ssize_t nbin, const double[::1] beta, double eps,
-                 bint squared_priors=False):
+                 bint squared_priors):
+        if type(self) is _ColumnPasses:
+            raise TypeError("make ExactPasses or LinearPasses")
         Evaluator.__init__(self, y0, h, PI, threads)
-        self.mode, self.nbin, self.eps = mode, (nbin if mode == LINEAR else 0), eps
+        self.mode, self.nbin, self.eps = mode, nbin, eps
         self.beta = np.array(beta)
         self.squared_priors = squared_priors
         self.value_logprior = 2 * self.logprior if squared_priors else None
-        self.scratch = ColumnScratch(self.y0, self.K, self.h, mode, self.nbin, eps, self.beta, self.threads)
+        self.scratch = ColumnScratch(self.y0, self.K, self.h, mode, nbin, eps, self.beta, self.threads)
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
         logf = log_densities(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta, self.threads,
@@ -614,3 +613,23 @@ cdef class ColumnPasses(Evaluator):
             return float(value), None
         return float(value), log_density_gradient(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, post,
                                                   self.beta, self.threads, self.scratch)
+
+
+cdef class ExactPasses(_ColumnPasses):
+    """l with exact kernel sums, each column's points sorted, and its exact
+    gradient. ``squared_priors``: R's f_NB_exact, whose value multiplies by
+    PI_k twice (its gradient, R's df_NB_exact, does not)."""
+
+    def __init__(self, y0, h, PI, int threads, const double[::1] beta, bint squared_priors=False):
+        _ColumnPasses.__init__(self, y0, h, PI, threads, EXACT, 0, beta, 0.0, squared_priors)
+
+
+cdef class LinearPasses(_ColumnPasses):
+    """The paper's binned l: linear binning on ``nbin`` grid points per
+    column (widened by ``eps`` at each end), each point's densities summed
+    from the binned weights, and the exact derivative of that value."""
+
+    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps):
+        if nbin < 2:
+            raise ValueError("need nbin >= 2")
+        _ColumnPasses.__init__(self, y0, h, PI, threads, LINEAR, nbin, beta, eps, False)
