@@ -19,7 +19,7 @@ instance to :class:`Evaluator`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from ._core.passes import ExactPasses, LinearPasses
 from .ksum import DEFAULT_BETA
 
 __all__ = ["Problem", "check_problem", "check_V", "Evaluator", "NormalisedEvaluator", "CoreEvaluator",
-           "exact_passes", "linear_passes", "r_grid", "interp_grid", "GRID_EPS"]
+           "exact_passes", "linear_passes", "r_grid", "interp_grid", "greedy", "GRID_EPS"]
 
 # R's f_NB_cpp / df_NB_cpp widen the grid of each projected column by this much.
 GRID_EPS = 1e-8
@@ -132,6 +132,19 @@ def interp_grid(problem: Problem, nbin: int, threads: int) -> InterpGrid:
     return InterpGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
+def greedy(ndim: int, values: Callable[[List[int], List[int]], Sequence[float]]) -> List[int]:
+    """Forward selection of ndim columns, R's greedy order: each step adds
+    the candidate whose value with the chosen ones is largest, the first of
+    equal ones. ``values(chosen, remaining)`` gives each remaining
+    candidate's value, in their order."""
+    chosen: List[int] = []
+    remaining = list(range(ndim))
+    while remaining:
+        best = int(np.argmax(values(chosen, remaining)))  # the first of the maxima
+        chosen.append(remaining.pop(best))
+    return chosen
+
+
 class Evaluator:
     """l(V) of one formulation on one problem, bound once per fit.
 
@@ -208,16 +221,11 @@ class Evaluator:
         if self._at is None or self._at.shape != W.shape or not np.array_equal(self._at, W):
             self._evaluate(Va, False)
         Zt = self._Zt
-        chosen: List[int] = []
-        remaining = list(range(W.shape[1]))
         try:
-            while remaining:
-                best = int(np.argmax(self.core.subset_values(Zt, chosen, remaining)))  # the first of the maxima
-                chosen.append(remaining.pop(best))
+            return greedy(W.shape[1], lambda chosen, remaining: self.core.subset_values(Zt, chosen, remaining))
         finally:
             # the subsets' evaluations may have moved the core's state off V
             self._at = None
-        return chosen
 
 
 class NormalisedEvaluator(Evaluator):

@@ -44,8 +44,8 @@ from . import _threads
 from ._core import colstats, eigen as _eigen, linalg as _linalg
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
-from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, exact_passes, interp_grid,
-                         linear_passes, r_grid)
+from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, exact_passes, greedy,
+                         interp_grid, linear_passes, r_grid)
 
 __all__ = ["Formulation", "PenalisedFormulation", "RFormulation", "CorrectFormulation", "JournalFormulation",
            "FORMULATIONS", "formulation", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
@@ -221,7 +221,7 @@ class Formulation:
 
     ``name``: its registry name. ``params``: its parameters and their
     defaults (the estimator and the command line refuse another
-    formulation's). ``takes_penalty``: whether lam applies.
+    formulation's).
     """
 
     name: ClassVar[str]
@@ -285,14 +285,10 @@ def _suggest(keys: List[str], words: Dict[str, Optional[str]]) -> str:
 
 
 def greedy_order(ndim: int, score: Callable[[List[int], int], float]) -> List[int]:
-    """Forward selection of columns: each step adds the column whose score
-    with the chosen ones is largest (the first of equal ones)."""
-    chosen: List[int] = []
-    remaining = list(range(ndim))
-    while remaining:
-        best = int(np.argmax([score(chosen, j) for j in remaining]))
-        chosen.append(remaining.pop(best))
-    return chosen
+    """Forward selection of columns: each step adds the column j whose
+    ``score(chosen, j)`` is largest (the first of equal ones); R's greedy
+    order with a score of one candidate at a time (as OPGD's)."""
+    return greedy(ndim, lambda chosen, remaining: [score(chosen, j) for j in remaining])
 
 
 @dataclass(repr=False)
