@@ -7,8 +7,8 @@ evaluators built on them. Every point reads its class densities at its grid
 point, so each column comes down to tables [nbin, K] at the grid points. The
 passes over the points then read all columns' tables for a block of points
 at a time: one sweep over the data instead of one read and write of an
-n x K array per column, which made these passes memory-bound (a second
-thread gained 10%).
+n x K array per column, which would make these passes memory-bound (more
+threads would then add little).
 """
 import numpy as np
 cimport numpy as cnp
