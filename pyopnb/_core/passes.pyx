@@ -21,7 +21,8 @@ from pyopnb._core.common cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
-from pyopnb._core.products cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows, pyopnb_products_start
+from pyopnb._core.products cimport (pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows,
+                                    pyopnb_products_start)
 from pyopnb._core.sort cimport _argsort_hinted
 from pyopnb._core.evaluator cimport Evaluator
 
