@@ -184,3 +184,22 @@ def test_a_journal_fit_does_not_depend_on_the_order_of_the_rows():
         np.testing.assert_array_equal(predict(a, X, log=True)["posterior"], predict(b, X, log=True)["posterior"])
         # the model keeps the caller's rows, in the caller's order
         np.testing.assert_array_equal(b.X, X[perm])
+
+
+def test_binned_gradient_where_a_class_density_underflows_on_the_grid():
+    """A class of one point 300 units from the rest, bandwidth 0.2: its log
+    density is -inf at the grid's far end (1500 bandwidths away) and every
+    other point's posterior for it is 0. The value is then exactly 0 and
+    flat; the gradient must be finite and 0 there (0 * inf gave NaN)."""
+    from pyopnb.objective import df_NB_normalised, f_NB_normalised
+
+    n = 24
+    X = np.zeros((n, 4))
+    X[1, 3], X[-1, 0] = -300.0, 10.0
+    y0 = np.zeros(n, dtype=int)
+    y0[1] = 1
+    PI, h = np.bincount(y0) / n, np.array([1.0, 0.2])
+    V = np.array([[1.0004], [1.0008], [1.0002], [1.0007]])
+    assert f_NB_normalised(V, X, y0, PI, h, 20) == 0.0
+    g = df_NB_normalised(V, X, y0, PI, h, 20)
+    assert np.all(np.isfinite(g)) and np.max(np.abs(g)) < 1e-50

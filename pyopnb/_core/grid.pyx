@@ -867,7 +867,11 @@ cdef class InterpGridTables(GridTables):
                     e = 0.0
                     for k in range(K):
                         a = (1.0 if P.y[i] == k else 0.0) - pp[i * K + k]
-                        e = e + a * (row[K + k] - row[k])
+                        # a class whose density underflowed at a grid point (-inf there:
+                        # thousands of bandwidths from all its points) has posterior 0
+                        # here and adds nothing to the value's slope, not 0 * inf
+                        if a != 0.0:
+                            e = e + a * (row[K + k] - row[k])
                         _bin_linear(&pa[k], g, K, u, a)
                     dv[t, i] = e
             # per column: c = A / f on the grid, its sums with K and with psi
