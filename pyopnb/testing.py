@@ -71,22 +71,23 @@ class OPNBProblem:
                              f"got {self.formulation!r}")
         object.__setattr__(self, "derivative", _DERIVATIVE[self.formulation][self.nbin is None])
 
-    def _call(self, V: Any, gradient: bool) -> Any:
-        args = (V, self.X, self.y0, self.PI, self.h)
-        if self.formulation == "journal":
-            return (df_NB_normalised if gradient else f_NB_normalised)(*args, self.nbin)
-        compat = "R" if self.formulation == "R" else "correct"
-        if self.nbin is None:
-            return (df_NB_exact if gradient else f_NB_exact)(*args, compat=compat)
-        return (df_NB_cpp if gradient else f_NB_cpp)(*args, self.nbin, compat=compat)
-
     def value(self, V: Any) -> float:
         """The formulation's l at V."""
-        return self._call(V, False)
+        if self.formulation == "journal":
+            return f_NB_normalised(V, self.X, self.y0, self.PI, self.h, self.nbin)
+        compat = "R" if self.formulation == "R" else "correct"
+        if self.nbin is None:
+            return f_NB_exact(V, self.X, self.y0, self.PI, self.h, compat=compat)
+        return f_NB_cpp(V, self.X, self.y0, self.PI, self.h, self.nbin, compat=compat)
 
     def gradient(self, V: Any) -> np.ndarray:
         """The formulation's gradient at V, (d, ndim)."""
-        return self._call(V, True)
+        if self.formulation == "journal":
+            return df_NB_normalised(V, self.X, self.y0, self.PI, self.h, self.nbin)
+        compat = "R" if self.formulation == "R" else "correct"
+        if self.nbin is None:
+            return df_NB_exact(V, self.X, self.y0, self.PI, self.h, compat=compat)
+        return df_NB_cpp(V, self.X, self.y0, self.PI, self.h, self.nbin, compat=compat)
 
     def why_not_a_derivative(self) -> Optional[str]:
         """Why this problem's gradient is not its value's derivative, or None."""
