@@ -937,9 +937,10 @@ cdef class InterpGridTables(GridTables):
 
 
 cdef class _GridEvaluator(Evaluator):
-    """An evaluator that reads densities on each column's grid: one set of
-    tables per number of columns it meets (a fit's, and the greedy order's
-    subsets), each built once and updated at every evaluation."""
+    """An evaluator that reads densities on each column's grid: the tables
+    of the first number of columns it meets (a fit's), and one set for the
+    latest other number (the greedy order's subsets), each built once and
+    updated at every evaluation."""
     cdef readonly Py_ssize_t nbin
     cdef object beta
     cdef double eps
@@ -960,6 +961,12 @@ cdef class _GridEvaluator(Evaluator):
         cdef Py_ssize_t ndim = np.shape(Zt)[0]
         cdef GridTables tables = self._tables.get(ndim)
         if tables is None or (gradient and not tables.has_gradient):
+            if tables is None and len(self._tables) > 1:
+                # the fit's own tables (the first made) and one set for another
+                # ndim (the greedy order's subsets, one size at a time): tables
+                # are n-sized, and one set per subset size would hold them all
+                first = next(iter(self._tables))
+                self._tables = {first: self._tables[first]}
             tables = self._tables_for(ndim, gradient)
             self._tables[ndim] = tables
         tables.update(Zt)
