@@ -48,7 +48,7 @@ def test_bad_input():
 def test_the_default_start_is_Rs_start():
     # R 4.2 with reference LAPACK 3.11: eigen(cov(Xs))$vectors for the Pima fixture's scaled data
     from pyopnb.formulation import r_standardise, r_start
-    from validation.fixtures import fit_call, r_starts
+    from pyopnb.validation.fixtures import fit_call, r_starts
 
     X, _, _, _, _ = fit_call("fit_pima_default")
     ref = np.asarray(r_starts()["starts"]["fit_pima_default"])

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from validation.naive import naive_fk_sum
+from pyopnb.validation.naive import naive_fk_sum
 from pyopnb import fk_sum, kernel_integral
 
 

@@ -79,7 +79,7 @@ def test_an_R_saved_model_reads_its_labels_in_their_type():
     # keeps only the levels' text ("1", "2", "3")
     from sklearn.datasets import load_iris
 
-    from validation.fixtures import FIXTURES, load
+    from pyopnb.validation.fixtures import FIXTURES, load
 
     fx = load("r_labels")["int_model"]
     m = read_rds(FIXTURES.parent / "models" / fx["file"])

@@ -8,7 +8,7 @@ from helpers import central_difference
 from hypothesis import strategies as st
 
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
-from validation.naive import naive_r_binned
+from pyopnb.validation.naive import naive_r_binned
 
 
 def problem(seed, n=60, d=4, ndim=2, K=3, ties=True, equal=False):

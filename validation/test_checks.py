@@ -1,7 +1,7 @@
 """Every check of validation.checks, as a test (recorded ones always run)."""
 import pytest
 
-from validation.checks import CHECKS, Skip
+from pyopnb.validation.checks import CHECKS, Skip
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.id for c in CHECKS])

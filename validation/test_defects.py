@@ -6,7 +6,7 @@ from scipy.special import logsumexp
 from pyopnb import OPNB, predict
 from pyopnb.formulation import r_colmeans, r_sd
 from pyopnb.objective import f_NB_exact
-from validation.fixtures import arr, column_signs, fit_call, fit_tolerance, load, model_from_fixture, names, r_spread
+from pyopnb.validation.fixtures import arr, column_signs, fit_call, fit_tolerance, load, model_from_fixture, names, r_spread
 
 
 @pytest.mark.parametrize("name", [n for n in names("fit_") if (load(n)["inputs"]["args"] or {}).get("nbin", 1) is None])

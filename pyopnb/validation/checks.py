@@ -9,7 +9,7 @@ Three sources of truth:
 
 Each check returns Results (what, source, max abs and rel difference,
 tolerance, verdict); pytest (test_checks.py) asserts them and
-``python -m validation`` reports them.
+``python -m pyopnb.validation`` reports them.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from pyopnb import OPNB, OPNB_CV_lam, fk_sum, predict, read_rds
 from pyopnb.formulation import r_start, r_colmeans, r_sd, r_standardise
 from pyopnb.labels import factor, level_text
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
-from validation import rbridge
-from validation.fixtures import (FIT_FLOOR, FIXTURES, FK_ABS, FK_REL, OBJ_REL, POSTERIOR_ABS, arr, column_signs,
+from pyopnb.validation import rbridge
+from pyopnb.validation.fixtures import (FIT_FLOOR, FIXTURES, FK_ABS, FK_REL, OBJ_REL, POSTERIOR_ABS, arr, column_signs,
                                  fit_call, fit_tolerance, load, model_from_fixture, names, r_spread, r_starts)
 
 RECORDED, BASE_R, LIVE = "recorded", "base R", "live"
@@ -315,7 +315,7 @@ def _check_r_eigen():
     data (ties), orders 1 to 60, and orders 150 and 300, where dsyevr blocks
     its reflectors. validation.eigen_signs measures thousands."""
     from pyopnb._core.eigen import r_eigen
-    from validation.record.record_r_labels import eigen_cases
+    from pyopnb.validation.record.record_r_labels import eigen_cases
 
     out = []
     for kind, X in eigen_cases(40, 60):
@@ -452,7 +452,7 @@ def _check_levels():
         out.append(identical(f"{name} levels", BASE_R, level_text(lev), list(lev_r)))
         out.append(identical(f"{name} codes", BASE_R, list(codes + 1), [int(c) for c in codes_r]))
     # R's collation on words of ASCII and accented letters, punctuation and spaces
-    from validation.record.record_r_labels import words
+    from pyopnb.validation.record.record_r_labels import words
 
     w = np.asarray(words(11, 1500), dtype=object)
     rbridge.assign("w__", w)
@@ -462,7 +462,7 @@ def _check_levels():
         out.append(identical(f"1500 random words: levels in R's order (ICU collation {collation})", BASE_R,
                              list(factor(w)[0]), list(rbridge.strings("levels(as.factor(w__))"))))
     # R's text for doubles (as.character), which a factor's levels and an RDS file hold
-    from validation.record.record_r_labels import DOUBLES
+    from pyopnb.validation.record.record_r_labels import DOUBLES
 
     rbridge.assign("d__", np.asarray(DOUBLES))
     out.append(identical("as.character of doubles", BASE_R, level_text(np.asarray(DOUBLES)),
@@ -663,7 +663,7 @@ def _live_fk_fixtures():
 def _naive_reference(inp: Dict):
     """(S, D, scale S, scale D) by exactly rounded naive sums (over the grid weights when binned)."""
     from pyopnb.ksum import binned_weights
-    from validation.naive import naive_fk_sum
+    from pyopnb.validation.naive import naive_fk_sum
 
     e = inp["x"] if inp["x_eval"] is None else inp["x_eval"]
     if inp["nbin"] is None:
@@ -832,7 +832,7 @@ def _live_fits():
 def _r_spread_live(X, labels, ndim, lam, nbin, Xte, ref) -> Dict[str, float]:
     """R's own spread on one problem: its fits on X * (1 + 1e-15 u) (the
     recorder's perturbation and seeds) against its fit on X."""
-    from validation.record.record_r_spread import SEEDS, perturbed
+    from pyopnb.validation.record.record_r_spread import SEEDS, perturbed
 
     fv, dV, dP, dc = [0.0], [0.0], [0.0], [0]
     Vr = np.asarray(ref["V"])
@@ -872,7 +872,7 @@ def _live_cv():
            compare("V0 = \"R\": the same refit", LIVE, with_r["model"].V, res["model"].V, 0, 0, "bit for bit")]
     if not all(r.ok for r in out):
         # R's own spread on these data (the recorder's perturbation) sets the tolerance
-        from validation.record.record_r_spread import SEEDS, perturbed
+        from pyopnb.validation.record.record_r_spread import SEEDS, perturbed
 
         alts = [r_cv(perturbed(X, seed)) for seed in SEEDS]
         acc = max(float(np.abs(a[0][:, 1] - stats_r[:, 1]).max()) for a in alts)
@@ -970,7 +970,7 @@ def _r_predicts(m, d):
 _register_recorded()
 
 # OPGD's checks live in their own module and register themselves here
-from validation import checks_opgd  # noqa: E402,F401
+from pyopnb.validation import checks_opgd  # noqa: E402,F401
 
 
 def run_all(select: Optional[str] = None) -> List[Dict]:

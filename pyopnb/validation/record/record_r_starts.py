@@ -4,7 +4,7 @@ Needs R and rpy2 (no R package beyond base R). Writes
 validation/fixtures/r_eigen_starts.json. R's eigenvector signs are its
 LAPACK's choice; R's binned objective is not symmetric under a column's sign
 flip, so reproducing a binned R fit needs R's own start.
-Run: python -m validation.record.record_r_starts
+Run: python -m pyopnb.validation.record.record_r_starts
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.fixtures import FIXTURES, arr, load, names
+from pyopnb.validation.fixtures import FIXTURES, arr, load, names
 
 
 def main() -> None:

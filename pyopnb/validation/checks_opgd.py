@@ -13,9 +13,9 @@ import numpy as np
 
 from pyopnb.comparators import OPGD
 from pyopnb.comparators._opgd import class_covariances, opgd_objective, opgd_start
-from validation import rbridge
-from validation.checks import LIVE, check, compare, identical
-from validation.fixtures import column_signs
+from pyopnb.validation import rbridge
+from pyopnb.validation.checks import LIVE, check, compare, identical
+from pyopnb.validation.fixtures import column_signs
 
 # the objective and gradient are the same sums in another order
 _OBJ_REL = 1e-10
@@ -147,7 +147,7 @@ def _fit_results(what: str, est: OPGD, ref: Dict, Xte: np.ndarray, tol: Dict[str
 def _r_spread(X: np.ndarray, labels: np.ndarray, lam: float, ndim: int, Xte: np.ndarray, ref: Dict) -> Dict:
     """R's own spread: its fits on X * (1 + 1e-15 u) (the recorder's
     perturbation and seeds) from the same start, against its fit on X."""
-    from validation.record.record_r_spread import SEEDS, perturbed
+    from pyopnb.validation.record.record_r_spread import SEEDS, perturbed
 
     fv, dV, dP = [0.0], [0.0], [0.0]
     for seed in SEEDS:

@@ -3,7 +3,7 @@
 Writes validation/fixtures/r_labels.json and validation/fixtures/r_eigen.json,
 and validation/models/iris_int_labels.rds (R's OPNB on iris with integer
 labels 1, 2, 3, saved with saveRDS). Needs R with OPNB and rpy2.
-Run: python -m validation.record.record_r_labels
+Run: python -m pyopnb.validation.record.record_r_labels
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.fixtures import FIXTURES
+from pyopnb.validation.fixtures import FIXTURES
 
 DOUBLES = [0.0, 1.0, -1.0, 0.5, 2.5, -2.5, 1 / 3, 2 / 3, 0.1, 0.2, 0.3, 0.1 + 0.2, 1e-3, 1e-4, 1.5e-4, 100.0,
            1e5, 1e5 + 1, 123456.0, 1234567.1, 1e15, 1e16, 123456789012.0, 3.14159265358979, 2 ** 52, 2 ** 60,
@@ -57,7 +57,7 @@ def eigen_cases(count: int = 30, max_order: int = 25):
 def main() -> None:
     import rpy2.robjects as ro
 
-    from validation import rbridge
+    from pyopnb.validation import rbridge
 
     rbridge.load_packages("OPNB")
     out = {"R": str(ro.r("R.version.string")[0]), "collation": str(ro.r('Sys.getlocale("LC_COLLATE")')[0]),

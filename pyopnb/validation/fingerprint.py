@@ -1,8 +1,8 @@
 """A fingerprint of pyopnb's results on real data: one hash of the bits of
 fits, predictions and cross-validations, to compare across CPU settings.
 
-    python -m validation.fingerprint            # the hash, and one per item
-    python -m validation.fingerprint --items    # each item's hash on its own line too
+    python -m pyopnb.validation.fingerprint            # the hash, and one per item
+    python -m pyopnb.validation.fingerprint --items    # each item's hash on its own line too
 
 pyopnb's numbers must not depend on the CPU beyond the C library's exp and
 log (which R's depend on too): not on OpenBLAS's core type
@@ -118,7 +118,7 @@ def fingerprint() -> Tuple[str, List[Tuple[str, str]]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.fingerprint", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pyopnb.validation.fingerprint", description=__doc__.splitlines()[0])
     ap.add_argument("--items", action="store_true", help="print each item's hash too")
     args = ap.parse_args(argv)
     from pyopnb import _threads

@@ -12,7 +12,7 @@ perturbation would otherwise create variation), for four seeds, from R's
 recorded starts, and writes validation/fixtures/r_spread.json.
 
 Needs R with the OPNB package (R_LIBS), and rpy2.
-Run: python -m validation.record.record_r_spread
+Run: python -m pyopnb.validation.record.record_r_spread
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.fixtures import FIXTURES, arr, column_signs, fit_call, load, names, r_starts
+from pyopnb.validation.fixtures import FIXTURES, arr, column_signs, fit_call, load, names, r_starts
 
 SEEDS = (1000, 1001, 1002, 1003)
 
@@ -34,7 +34,7 @@ def perturbed(X: np.ndarray, seed: int) -> np.ndarray:
 
 
 def _r_args(kw) -> str:
-    from validation import rbridge
+    from pyopnb.validation import rbridge
 
     args = []
     for k in ("ndim", "lam", "scale", "nbin"):
@@ -48,7 +48,7 @@ def _r_args(kw) -> str:
 
 
 def r_fit(X, y, kw, V0, Xte):
-    from validation import rbridge
+    from pyopnb.validation import rbridge
 
     rbridge.assign("X__", X)
     rbridge.assign("y__", np.asarray([str(v) for v in y], dtype=object))
@@ -75,7 +75,7 @@ def fit_spread(name: str) -> dict:
 
 
 def cv_spread() -> dict:
-    from validation import rbridge
+    from pyopnb.validation import rbridge
 
     fx = load("cv_pima")
     i = fx["inputs"]
@@ -113,7 +113,7 @@ def cv_spread() -> dict:
 
 
 def main() -> None:
-    from validation import rbridge
+    from pyopnb.validation import rbridge
 
     rbridge.load_packages("OPNB")
     out = {"R": str(np.asarray(rbridge.strings("R.version.string"))[0]),

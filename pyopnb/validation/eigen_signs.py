@@ -14,7 +14,7 @@ eigenvalues are R's to the bit), and counts the
 columns whose eigenvalue is too close to a neighbour (relative gap under
 1e-10) for any sign rule to be stable.
 
-Run (needs R and rpy2): python -m validation.eigen_signs [--pmlb DIR] [--out results/eigen_signs.md]
+Run (needs R and rpy2): python -m pyopnb.validation.eigen_signs [--pmlb DIR] [--out results/eigen_signs.md]
 """
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def measure(cases: Iterator[Tuple[str, np.ndarray]], r_call) -> Dict[str, Dict[s
 def report(stats: Dict[str, Dict[str, int]], versions: List[str], seconds: float) -> str:
     total = {k: sum(s[k] for s in stats.values()) for k in next(iter(stats.values()))}
     lines = ["# R's eigenvectors against pyopnb's port of reference LAPACK", "",
-             f"Measured live by `python -m validation.eigen_signs` ({seconds:.0f} s): {', '.join(versions)}.", "",
+             f"Measured live by `python -m pyopnb.validation.eigen_signs` ({seconds:.0f} s): {', '.join(versions)}.", "",
              "Each matrix is a covariance of data scaled as R's OPNB scales it (`eigen(cov(Xs))`), of order 1 to "
              "100. A column is R's sign when its dot product with R's column is positive, R's bits when every "
              f"entry is identical. Leading: the first {LEADING} columns (OPNB's ndim is at most 20). Near-degenerate: "
@@ -154,7 +154,7 @@ def report(stats: Dict[str, Dict[str, int]], versions: List[str], seconds: float
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.eigen_signs", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pyopnb.validation.eigen_signs", description=__doc__.splitlines()[0])
     ap.add_argument("--pmlb", default=os.path.join("..", "shared", "pmlb"), help="PMLB data folder (cache layout)")
     ap.add_argument("--synthetic", type=int, default=1400, help="synthetic matrices")
     ap.add_argument("--subsets", type=int, default=4, help="random column subsets per PMLB set")
