@@ -6,6 +6,9 @@
     pyopnb fit train.csv --target y --formulation journal [--gamma 1 --prescale] --out model.rds
     pyopnb predict model.rds test.csv [--proba] [--target y] [--r-compatible] --out predictions.csv
     pyopnb plot model.rds [--data test.csv [--target y]] --out projection.png
+    pyopnb validate [--select ID] [--json OUT]                    (every check against R)
+    pyopnb validate train.csv --target y [--test test.csv] [--ndim N] [--lam L] [--exact | --nbin B]
+                    [--cv FOLDS] [--record FILE | --against FILE] [--json OUT]   (your workflow, in R and here)
 
 CSV files have a header row. Non-numeric feature columns are one-hot encoded
 (said on stderr); the encoded columns are named ``column=level`` and kept
@@ -21,7 +24,8 @@ posterior). Models are .rds (readable by R's readRDS and predict.OPNB) or
 you trust). A CSV that R's write.csv wrote keeps its first, unnamed column
 as row names, not as a feature. Every output path is checked before any work: an output that is one of the
 command's inputs is refused, and nothing is written when a command fails.
-Exit codes: 0 done, 2 bad input or usage (one line on stderr). Notes on the
+Exit codes: 0 done, 1 validate found a difference from R, 2 bad input or
+usage, or R missing for validate (one line on stderr). Notes on the
 fit (L-BFGS-B's iteration limit, a failed line search where that is not the
 objective's normal end) come as one line on stderr, in the command's words.
 """
@@ -369,8 +373,100 @@ def cmd_demo(args) -> None:
     run_demo(args.png)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="pyopnb", description="Optimal Projections for Naive Bayes, from CSV files.")
+def _validate_suite(args) -> int:
+    from .validation.checks import run_all, table, to_json
+    from .rio import atomic_path
+
+    rows = run_all(args.select)
+    if not rows:
+        raise CLIError(f"--select {args.select!r}: no check's id contains it")
+    print(table(rows))
+    n_fail = sum(r["verdict"] == "FAIL" for r in rows)
+    n_skip = sum(r["verdict"] == "skipped" for r in rows)
+    print(f"\n{len(rows) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped (skipped: R or one of its "
+          f"packages is missing here; the reason is beside each)")
+    if args.json:
+        with atomic_path(args.json) as tmp:
+            tmp.write_text(to_json(rows))
+        print(f"wrote {args.json}")
+    return 1 if n_fail else 0
+
+
+def cmd_validate(args) -> int:
+    """The suite of checks against R (no file), or the user's own workflow in R and in pyopnb."""
+    from .rio import atomic_path
+
+    if args.json:
+        _check_out(args.json, (".json",), "reports", option="--json", inputs=[args.train, args.test, args.against])
+    if args.train is None:
+        given = [f for f, v in (("--target", args.target), ("--test", args.test), ("--ndim", args.ndim),
+                                ("--lam", args.lam), ("--nbin", args.nbin), ("--exact", args.exact),
+                                ("--cv", args.cv), ("--record", args.record), ("--against", args.against)) if v]
+        if given:
+            raise CLIError(f"{given[0]} belongs to a workflow: give its training file, "
+                           f"pyopnb validate TRAIN.csv --target COLUMN")
+        return _validate_suite(args)
+    if args.select:
+        raise CLIError("--select chooses among the suite's checks: give no training file with it")
+    if args.target is None:
+        raise CLIError("a workflow needs its class column: --target COLUMN")
+    if args.exact and args.nbin is not None:
+        raise CLIError("--exact and --nbin contradict each other: --exact sums exactly, with no bins")
+    if args.record and args.against:
+        raise CLIError("--record and --against exclude each other: --record runs R, --against replaces it")
+    if args.record:
+        _check_out(args.record, (".json",), "recordings", option="--record",
+                   inputs=[args.train, args.test, args.json])
+        if Path(args.record).exists():
+            raise CLIError(f"--record {args.record}: exists; a recording is never overwritten (remove it or "
+                           f"choose another path)")
+    df = _read_csv(args.train)
+    if args.target not in df.columns:
+        raise CLIError(f"{args.train}: no target column {args.target!r} (columns: {', '.join(map(str, df.columns))})")
+    y = df[args.target]
+    if y.isna().any():
+        raise CLIError(f"{args.train}: the target column {args.target!r} has missing values")
+    X, names = _encode(df.drop(columns=[args.target]), args.train)
+    if X.shape[1] == 0:
+        raise CLIError(f"{args.train}: no feature columns besides {args.target!r}")
+    Xte = None
+    if args.test is not None:
+        dte = _read_csv(args.test)
+        if args.target in dte.columns:
+            dte = dte.drop(columns=[args.target])
+        Xte_raw, got = _encode(dte, args.test, known=names)
+        Xte = _align(Xte_raw, got, names, args.test)
+    from .validation.workflow import RUnavailable, compare_with_r
+
+    opnb_args = {"lam": 1e-3 if args.lam is None else args.lam,
+                 "nbin": None if args.exact else (1000 if args.nbin is None else args.nbin),
+                 "cv": args.cv, "nlam": args.nlam}
+    if args.ndim is not None:
+        opnb_args["ndim"] = args.ndim
+    try:
+        report = compare_with_r(X, y.to_numpy(), Xte, against=args.against, record=args.record,
+                                threads=args.threads, **opnb_args)
+    except RUnavailable as exc:
+        raise CLIError(str(exc)) from None
+    meta = report.meta
+    versions = ", ".join(v if k == "R" else f"{k} {v}" for k, v in meta["versions"].items())
+    print(f"pyopnb validate: {args.train}: {X.shape[0]} rows, {X.shape[1]} features; predicting "
+          f"{args.test or 'the training rows'}; R from {meta['R']} ({versions})")
+    print(report.table())
+    bad = report.failures
+    print(f"\n{len(report.rows) - len(bad)} of {len(report.rows)} quantities agree with R"
+          + (f"; differ: {', '.join(r.quantity for r in bad)}" if bad else ""))
+    if args.record:
+        print(f"recorded R's side in {args.record}: replay with --against {args.record}, no R needed")
+    if args.json:
+        with atomic_path(args.json) as tmp:
+            tmp.write_text(report.to_json())
+        print(f"wrote {args.json}")
+    return 1 if bad else 0
+
+
+def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description="Optimal Projections for Naive Bayes, from CSV files.")
     sub = ap.add_subparsers(dest="command", required=True)
     m = sub.add_parser("demo", help="the main job on built-in data: OPNB on Pima, with a projection plot")
     m.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
@@ -422,21 +518,44 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--regions", action="store_true", help="shade the class regions")
     g.add_argument("--out", required=True, help="image file; its suffix gives the format (.png, .pdf, .svg, ...)")
     g.set_defaults(func=cmd_plot)
+    v = sub.add_parser("validate", help="check pyopnb against R: the suite (no file), or your own workflow",
+                       description="With no file: every check against R (R's recorded outputs always; base R and "
+                                   "R's OPNB, FKSUM and OPGD where installed). With TRAIN.csv: the fit from R's "
+                                   "start, predict and OPNB_CV_lam run in R (through rpy2) and in pyopnb on the "
+                                   "same data, one row a quantity, with its tolerance and where it comes from. "
+                                   "Exit 0 when everything agrees, 1 when something differs, 2 on a usage error "
+                                   "or when R or its packages are missing.")
+    v.add_argument("train", nargs="?", help="training CSV (R's write.csv row names are read as row names)")
+    v.add_argument("--target", help="the class column")
+    v.add_argument("--test", help="CSV of rows to predict (default: the training rows)")
+    v.add_argument("--ndim", type=int, help="projection columns (default: R's, min(ncol, 20))")
+    v.add_argument("--lam", type=float, help="penalty (default 1e-3)")
+    v.add_argument("--nbin", type=int, help="bins per projected column (default 1000)")
+    v.add_argument("--exact", action="store_true", help="exact kernel sums (R's nbin = NULL)")
+    v.add_argument("--cv", type=int, metavar="FOLDS", help="also run OPNB_CV_lam over this many stratified folds, "
+                                                            "the same folds in R")
+    v.add_argument("--nlam", type=int, default=10, help="penalties OPNB_CV_lam tries (default 10, R's)")
+    v.add_argument("--record", metavar="FILE", help="also write R's side to this new .json recording")
+    v.add_argument("--against", metavar="FILE", help="compare with a recording instead of R: no R needed")
+    v.add_argument("--select", help="the suite: run only the checks whose id contains this")
+    v.add_argument("--threads", type=int, help="pyopnb's threads (the results do not depend on it)")
+    v.add_argument("--json", metavar="OUT", help="also write the report as JSON")
+    v.set_defaults(func=cmd_validate)
     return ap
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Optional[Sequence[str]] = None, prog: str = "pyopnb") -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["study"]:
         # the papers' experiment has its own options: python -m pyopnb.study
         from .study.__main__ import main as study_main
 
         return study_main(argv[1:], prog="pyopnb study")
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
-            args.func(args)
+            rc = args.func(args) or 0
     except (CLIError, ValueError, OSError) as exc:
         # a user's mistake (bad values, unreadable or unwritable files): one line, no traceback
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -445,7 +564,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # warnings as one line each, in the command's words, without Python's source lines
     for msg in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
         print(f"pyopnb: warning: {_in_cli_words(msg)}", file=sys.stderr)
-    return 0
+    return rc
 
 
 def _in_cli_words(message: str) -> str:

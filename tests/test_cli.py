@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pyopnb.datasets import load_pima
+from pyopnb.validation.fixtures import write_r_csv as _r_csv
 
 pd = pytest.importorskip("pandas", reason="pandas is not installed")
 
@@ -320,19 +321,6 @@ def test_predicts_warnings_are_one_line_in_the_commands_words(files):
     warn = [ln for ln in r.stderr.splitlines() if ln.startswith("pyopnb: warning:")]
     assert len(warn) == 1 and "2 of 332 rows underflowed" in warn[0] and "without --r-compatible" in warn[0]
     assert "log=True" not in r.stderr and ".py:" not in r.stderr
-
-
-def _r_csv(df, path, row_names=True):
-    """A CSV as R's write.csv writes it: quoted header and strings, and by
-    default a first column of row names under an empty header."""
-    lines = []
-    cols = ([""] if row_names else []) + [str(c) for c in df.columns]
-    lines.append(",".join(f'"{c}"' for c in cols))
-    for i, (_, row) in enumerate(df.iterrows()):
-        vals = [f'"{i + 1}"'] if row_names else []
-        vals += [f'"{v}"' if isinstance(v, str) else repr(float(v)) for v in row]
-        lines.append(",".join(vals))
-    path.write_text("\n".join(lines) + "\n")
 
 
 def test_Rs_write_csv_row_names_are_not_a_feature(files):

@@ -1,7 +1,7 @@
-"""``python -m validation`` from the repository: the installed kit's report
-(``python -m pyopnb.validation``, which works from any folder)."""
+"""``python -m validation`` from the repository: ``pyopnb validate`` (the
+installed kit, ``python -m pyopnb.validation``, works from any folder)."""
 import sys
 
-from pyopnb.validation.__main__ import main
+from pyopnb.cli import main
 
-sys.exit(main())
+sys.exit(main(["validate", *sys.argv[1:]], prog="python -m validation"))

@@ -832,7 +832,7 @@ def _live_fits():
 def _r_spread_live(X, labels, ndim, lam, nbin, Xte, ref) -> Dict[str, float]:
     """R's own spread on one problem: its fits on X * (1 + 1e-15 u) (the
     recorder's perturbation and seeds) against its fit on X."""
-    from pyopnb.validation.record.record_r_spread import SEEDS, perturbed
+    from pyopnb.validation.fixtures import SEEDS, perturbed
 
     fv, dV, dP, dc = [0.0], [0.0], [0.0], [0]
     Vr = np.asarray(ref["V"])
@@ -872,7 +872,7 @@ def _live_cv():
            compare("V0 = \"R\": the same refit", LIVE, with_r["model"].V, res["model"].V, 0, 0, "bit for bit")]
     if not all(r.ok for r in out):
         # R's own spread on these data (the recorder's perturbation) sets the tolerance
-        from pyopnb.validation.record.record_r_spread import SEEDS, perturbed
+        from pyopnb.validation.fixtures import SEEDS, perturbed
 
         alts = [r_cv(perturbed(X, seed)) for seed in SEEDS]
         acc = max(float(np.abs(a[0][:, 1] - stats_r[:, 1]).max()) for a in alts)
@@ -994,3 +994,22 @@ def to_json(rows: List[Dict]) -> str:
             return str(v)
         return v
     return json.dumps([{k: clean(v) for k, v in r.items()} for r in rows], indent=1)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2e}"
+    return str(v)
+
+
+def table(rows: List[Dict]) -> str:
+    """The report's rows as a plain-text table, one line a comparison."""
+    header = ["check", "what", "source", "max abs", "max rel", "tolerance", "verdict"]
+    body = [[r["check"], r["what"], r["source"], _fmt(r["max_abs"]), _fmt(r["max_rel"]), r["tolerance"],
+             r["verdict"] + (f" ({r['note']})" if r["note"] else "")] for r in rows]
+    widths = [max(len(header[i]), *(len(b[i]) for b in body)) if body else len(header[i]) for i in range(len(header))]
+    widths[-1] = 0
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * max(w, 7) for w in widths])] + [line(b) for b in body])

@@ -147,7 +147,7 @@ def _fit_results(what: str, est: OPGD, ref: Dict, Xte: np.ndarray, tol: Dict[str
 def _r_spread(X: np.ndarray, labels: np.ndarray, lam: float, ndim: int, Xte: np.ndarray, ref: Dict) -> Dict:
     """R's own spread: its fits on X * (1 + 1e-15 u) (the recorder's
     perturbation and seeds) from the same start, against its fit on X."""
-    from pyopnb.validation.record.record_r_spread import SEEDS, perturbed
+    from pyopnb.validation.fixtures import SEEDS, perturbed
 
     fv, dV, dP = [0.0], [0.0], [0.0]
     for seed in SEEDS:

@@ -41,6 +41,16 @@ POSTERIOR_ABS = 1e-10
 FIT_FLOOR = {"fval_rel": 1e-12, "V_abs": 1e-10, "posterior_abs": 1e-10}
 # where it does, this many times R's own spread (r_spread.json)
 SPREAD_FACTOR = 10.0
+# R's spread: its results on X moved by 1e-15 relative, under these seeds
+SEEDS = (1000, 1001, 1002, 1003)
+
+
+def perturbed(X: np.ndarray, seed: int) -> np.ndarray:
+    """X times (1 + 1e-15 u), u uniform on [-1, 1], in the columns that vary
+    (a constant column would otherwise start to vary)."""
+    u = np.random.default_rng(seed).uniform(-1, 1, X.shape)
+    varies = np.ptp(X, axis=0) > 0
+    return np.where(varies, X * (1 + 1e-15 * u), X)
 
 
 def r_spread() -> Dict[str, Any]:
@@ -101,3 +111,15 @@ def column_signs(V: np.ndarray, Vref: np.ndarray) -> np.ndarray:
     s = np.sign(np.sum(V * Vref, axis=0))
     s[s == 0] = 1
     return s
+
+
+def write_r_csv(df: Any, path: Any, row_names: bool = True) -> None:
+    """Write a pandas DataFrame as R's ``write.csv`` writes it: quoted header
+    and strings, numbers in full, and by default a first column of row names
+    ("1", "2", ...) under an empty header."""
+    lines = [",".join(f'"{c}"' for c in ([""] if row_names else []) + [str(c) for c in df.columns])]
+    for i, row in enumerate(df.itertuples(index=False)):
+        vals = [f'"{i + 1}"'] if row_names else []
+        vals += [f'"{v}"' if isinstance(v, str) else repr(float(v)) for v in row]
+        lines.append(",".join(vals))
+    Path(path).write_text("\n".join(lines) + "\n")

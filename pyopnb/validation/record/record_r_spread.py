@@ -21,17 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pyopnb.validation.fixtures import FIXTURES, arr, column_signs, fit_call, load, names, r_starts
-
-SEEDS = (1000, 1001, 1002, 1003)
-
-
-def perturbed(X: np.ndarray, seed: int) -> np.ndarray:
-    """X times (1 + 1e-15 u) in the columns that vary."""
-    u = np.random.default_rng(seed).uniform(-1, 1, X.shape)
-    varies = np.ptp(X, axis=0) > 0
-    return np.where(varies, X * (1 + 1e-15 * u), X)
-
+from pyopnb.validation.fixtures import FIXTURES, SEEDS, arr, column_signs, fit_call, load, names, perturbed, r_starts
 
 def _r_args(kw) -> str:
     from pyopnb.validation import rbridge
