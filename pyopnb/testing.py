@@ -1,5 +1,16 @@
-"""Checks for users' own tests: valid OPNB problems as a hypothesis strategy,
-and a gradient check against central differences.
+"""Checks for users' own tests: pyopnb against R on their data, valid OPNB
+problems as a hypothesis strategy, and a gradient check against central
+differences.
+
+>>> from pyopnb.testing import assert_matches_r
+>>> assert_matches_r(X, y, Xte, ndim=3, cv=5)                 # doctest: +SKIP
+>>> assert_matches_r(X, y, Xte, ndim=3, cv=5, against="r.json")  # doctest: +SKIP
+
+:func:`compare_with_r` returns the report (``.ok``, ``.table()``,
+``.to_json()``); :func:`assert_matches_r` raises AssertionError with its
+table. Live, they need R with OPNB and FKSUM (and rpy2, ``pip install
+pyopnb[r]``); ``record="r.json"`` saves R's side once, and
+``against="r.json"`` replays it where R is absent (:mod:`pyopnb.validation.workflow`).
 
 >>> from hypothesis import given
 >>> from pyopnb.testing import check_gradient, problems
@@ -34,8 +45,10 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from .objective import (df_NB_cpp, df_NB_exact, df_NB_normalised, f_NB_cpp, f_NB_exact, f_NB_normalised)
+from .validation.workflow import RecordingError, Report, RUnavailable, assert_matches_r, compare_with_r
 
-__all__ = ["OPNBProblem", "problems", "check_gradient"]
+__all__ = ["OPNBProblem", "problems", "check_gradient", "compare_with_r", "assert_matches_r", "Report",
+           "RecordingError", "RUnavailable"]
 
 # the formulations whose objectives the kit knows, and whether each one's
 # gradient is the derivative of its value: (binned, exact)

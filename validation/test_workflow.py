@@ -156,7 +156,7 @@ def test_live_labels_as_R_reads_them(pima):
 # --- the command --------------------------------------------------------------
 
 def run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pyopnb", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pyopnb.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600)
 
 
@@ -199,7 +199,10 @@ def test_validate_exits_1_on_a_difference(r_files, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--target", "kind"], "no target column 'kind'"),
-    (["--target", "type", "--ndim", "3", "--nlam", "4", "--cv", "3", "--exact"], "other arguments"),
+    (["--target", "type", "--test", "test.csv", "--ndim", "3", "--nlam", "4", "--cv", "3", "--exact"],
+     "other arguments (nlam=3 there, 4 here)"),
+    (["--target", "type", "--ndim", "3", "--nlam", "3", "--cv", "3", "--exact"],
+     "recorded on other data (their SHA-256 differs, test_rows 332 there, None here)"),
     (["--target", "type", "--exact", "--nbin", "50"], "--exact and --nbin contradict"),
     (["--target", "type", "--record", "r.json", "--against", "x.json"], "exclude each other"),
     (["--select", "fit/"], "--select chooses among the suite's checks"),

@@ -348,7 +348,8 @@ def read_recording(path: Union[str, os.PathLike], fp: Dict[str, Any], args: Dict
                              f"version {FORMAT_VERSION}")
     data = rec.get("data", {})
     if data != fp:
-        what = ", ".join(f"{k} {data.get(k)!r} there, {fp[k]!r} here" for k in fp if data.get(k) != fp[k])
+        what = ", ".join("their SHA-256 differs" if k == "sha256" else f"{k} {data.get(k)!r} there, {fp[k]!r} here"
+                         for k in fp if data.get(k) != fp[k])
         raise RecordingError(f"{p} was recorded on other data ({what}): a recording replays only on the data it "
                              f"was made with; record again with --record")
     if rec.get("args") != args:
