@@ -1,6 +1,7 @@
 """OPNBClassifier: OPNB as a scikit-learn estimator."""
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
@@ -36,12 +37,14 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     ----------
     ndim : int, optional
         Projection columns (default ``min(n_features, 20)``).
-    formulation : {"R", "correct", "journal"}
+    formulation : {"R", "correct", "journal"}, another registered name, or a Formulation
         ``"R"``: R OPNB 1.0's penalised formulation (:func:`pyopnb.OPNB`;
         ``lam``, ``scale`` and ``C`` apply). ``"correct"``: the same with
         the paper's objective (priors once). ``"journal"``: the method as
         published (:func:`pyopnb.opnb_journal`; ``gamma`` and ``prescale``
-        apply).
+        apply). A name registered with :func:`pyopnb.formulation.register`
+        takes its defaults; a Formulation object is fitted as it is, with
+        its own parameters (then the estimator's are left at None).
     lam : float, optional
         Penalty on ``||V||^2``, > 0 (R, correct; default 1e-3).
     scale : bool, optional
@@ -97,13 +100,19 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     def _formulation(self) -> Formulation:
         """The formulation with the parameters given (those left at None take its defaults)."""
         name = self.formulation
+        given = {k: getattr(self, k) for k in ("lam", "scale", "C", "gamma", "prescale", "V0")
+                 if getattr(self, k) is not None}
+        if isinstance(name, Formulation):
+            if given or self.correct is not None:
+                extra = sorted(given) + (["correct"] if self.correct is not None else [])
+                raise ValueError(f"formulation is a {type(name).__name__} object, which holds its own parameters: "
+                                 f"set {', '.join(extra)} on it, not on the estimator")
+            return copy.deepcopy(name)
         if self.correct is not None:
             warnings.warn("OPNBClassifier(correct=True) is deprecated: use formulation='correct'",
                           FutureWarning, stacklevel=3)
             if self.correct:
                 name = corrected(name)
-        given = {k: getattr(self, k) for k in ("lam", "scale", "C", "gamma", "prescale", "V0")
-                 if getattr(self, k) is not None}
         return formulation(name, **given)
 
     def fit(self, X: Any, y: Any) -> "OPNBClassifier":

@@ -48,7 +48,7 @@ from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem,
                          interp_grid, linear_passes, r_grid)
 
 __all__ = ["Formulation", "PenalisedFormulation", "RFormulation", "CorrectFormulation", "JournalFormulation",
-           "FORMULATIONS", "formulation", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
+           "FORMULATIONS", "formulation", "register", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
            "r_standardise", "r_start", "greedy_order"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
@@ -316,11 +316,16 @@ class PenalisedFormulation(Formulation):
         K = levels.size
         mu, scales, Xs = r_standardise(Xa, self.scale, names, thr)
         PI = np.bincount(codes, minlength=K) / codes.size
-        problem = check_problem(Xs, codes.astype(np.int32), PI, np.ones(K))
+        problem = check_problem(Xs, codes.astype(np.int32), PI, self.bandwidths(Xs, codes, K, thr))
         y1 = codes + 1
         V = r_start(self.V0, Xs, y1, ndim, thr)
         pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
         return Setup(mu, scales, None, self.evaluator(problem, nbin, thr), V, self.lam, pen, dpen)
+
+    def bandwidths(self, Xs: np.ndarray, codes: np.ndarray, K: int, threads: int) -> np.ndarray:
+        """The classes' bandwidths on the scaled data Xs (codes 0-based): R's,
+        1 for every class. A formulation of one's own may choose others."""
+        return np.ones(K)
 
     def _remedies(self, nbin: Optional[int]) -> List[str]:
         return ["lam"] + super()._remedies(nbin)
@@ -421,6 +426,26 @@ class JournalFormulation(Formulation):
 
 
 FORMULATIONS: Dict[str, type] = {f.name: f for f in (RFormulation, CorrectFormulation, JournalFormulation)}
+
+
+def register(cls: type) -> type:
+    """Register a formulation class under its ``name``, for
+    :func:`formulation`, ``OPNBClassifier(formulation=name)`` and the
+    study; usable as a class decorator. Registering a class again is a
+    no-op; another class under a name already taken is an error."""
+    if not (isinstance(cls, type) and issubclass(cls, Formulation)):
+        raise TypeError(f"register takes a subclass of pyopnb.formulation.Formulation, got {label_text(cls)}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{cls.__name__} needs a class attribute name, a non-empty string, to be registered")
+    if not isinstance(getattr(cls, "params", None), dict):
+        raise ValueError(f"{cls.__name__} needs a class attribute params, a dict of its parameters and defaults")
+    known = FORMULATIONS.get(name)
+    if known is not None and known is not cls:
+        raise ValueError(f"the name {name!r} is taken by {known.__module__}.{known.__qualname__}: give "
+                         f"{cls.__name__} another name")
+    FORMULATIONS[name] = cls
+    return cls
 
 
 def corrected(name: str) -> str:

@@ -1,5 +1,8 @@
 """The formulations (pyopnb.formulation): each owns its start, bandwidths,
 objective and parameters; the registry serves every entry point."""
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 import pytest
 
@@ -232,3 +235,49 @@ def test_a_formulation_with_arithmetic_of_its_own_plugs_in(monkeypatch):
     assert (predict(model, X)["class"] == y).mean() > 0.9
     with pytest.raises(ValueError, match="bandwidth belongs to formulation 'gaussian'"):
         formulation("R", bandwidth=0.4)
+
+
+def test_register_names_a_formulation_once(monkeypatch):
+    from pyopnb import formulation as formulation_module
+    from pyopnb.formulation import CorrectFormulation, register
+
+    monkeypatch.setattr(formulation_module, "FORMULATIONS", dict(FORMULATIONS))
+
+    @dataclass(repr=False)
+    class Mine(CorrectFormulation):
+        name: ClassVar[str] = "mine"
+
+    assert register(Mine) is Mine and register(Mine) is Mine  # again: a no-op
+    assert isinstance(formulation_module.formulation("mine", lam=0.01), Mine)
+
+    @dataclass(repr=False)
+    class Other(CorrectFormulation):
+        name: ClassVar[str] = "mine"
+
+    with pytest.raises(ValueError, match="the name 'mine' is taken by .*Mine: give Other another name"):
+        register(Other)
+    with pytest.raises(ValueError, match="the name 'R' is taken"):
+        register(type("Impostor", (CorrectFormulation,), {"name": "R"}))
+    with pytest.raises(TypeError, match="subclass of pyopnb.formulation.Formulation"):
+        register(dict)
+    with pytest.raises(ValueError, match="needs a class attribute name"):
+        register(type("Nameless", (CorrectFormulation,), {"name": ""}))
+
+
+def test_the_estimator_fits_a_formulation_object_with_its_own_parameters():
+    from sklearn.base import clone
+    from sklearn.datasets import load_iris
+
+    from pyopnb import OPNBClassifier
+    from pyopnb.formulation import CorrectFormulation
+
+    X, y = load_iris(return_X_y=True)
+    form = CorrectFormulation(lam=0.01)
+    a = OPNBClassifier(formulation=form, ndim=2, nbin=None).fit(X, y)
+    b = OPNBClassifier(formulation="correct", lam=0.01, ndim=2, nbin=None).fit(X, y)
+    np.testing.assert_array_equal(a.model_.V, b.model_.V)
+    assert a.formulation_ is not form and a.formulation_.lam == 0.01  # the user's object is not fitted in place
+    c = clone(OPNBClassifier(formulation=form, ndim=2, nbin=None)).fit(X, y)
+    np.testing.assert_array_equal(c.model_.V, a.model_.V)
+    with pytest.raises(ValueError, match="holds its own parameters: set lam on it, not on the estimator"):
+        OPNBClassifier(formulation=form, lam=0.1).fit(X, y)

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+# docs whose blocks build on each other: run in order, in one namespace
+TUTORIALS = [Path(__file__).resolve().parents[1] / "docs" / "tutorial_formulation.md"]
 _FENCE = re.compile(r"(?:<!-- README test: (?P<directive>[^>]*?) -->\n)?```(?P<lang>[a-z]*)\n(?P<code>.*?)```",
                     re.S)
 
 
-def blocks():
-    text = README.read_text()
+def blocks(path: Path = README):
+    text = path.read_text()
     out = []
     for k, m in enumerate(_FENCE.finditer(text)):
         line = text[: m.start("code")].count("\n")
@@ -49,3 +51,23 @@ def test_readme_block(lang, directive, code, tmp_path, monkeypatch):
 def test_the_readme_has_runnable_blocks():
     runs = [p for p in blocks() if p.values[1] and not p.values[1].startswith("not run")]
     assert len(runs) >= 8
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
+def test_tutorial_runs_in_order(path, tmp_path, monkeypatch):
+    import matplotlib
+
+    from pyopnb import formulation as formulation_module
+
+    matplotlib.use("Agg")
+    # the tutorial registers a formulation: the registry is the same again after it
+    monkeypatch.setattr(formulation_module, "FORMULATIONS", dict(formulation_module.FORMULATIONS))
+    monkeypatch.chdir(tmp_path)
+    found = blocks(path)
+    assert found, f"{path.name} has no code blocks"
+    namespace = {"__name__": "__tutorial__"}
+    for p in found:
+        lang, directive, code = p.values
+        assert directive == "runs" and lang == "python", f"every block of {path.name} runs: {directive}"
+        exec(compile(code, str(path), "exec"), namespace)
+    assert "class-bandwidths" in formulation_module.FORMULATIONS
