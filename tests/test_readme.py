@@ -21,8 +21,12 @@ def blocks(path: Path = README):
     text = path.read_text()
     out = []
     for k, m in enumerate(_FENCE.finditer(text)):
-        line = text[: m.start("code")].count("\n")
-        out.append(pytest.param(m.group("lang"), m.group("directive"), m.group("code"), id=f"line{line}"))
+        before = text[: m.start("code")]
+        line = before.count("\n")
+        # the section's first word in the id: CI selects the kit's blocks by it (-k Validation)
+        heading = re.findall(r"^## (\S+)", before, re.M)
+        section = re.sub(r"\W", "", heading[-1]) if heading else "top"
+        out.append(pytest.param(m.group("lang"), m.group("directive"), m.group("code"), id=f"{section}-line{line}"))
     return out
 
 
