@@ -453,6 +453,8 @@ def cmd_validate(args) -> int:
     print(f"pyopnb validate: {args.train}: {X.shape[0]} rows, {X.shape[1]} features; predicting "
           f"{args.test or 'the training rows'}; R from {meta['R']} ({versions})")
     print(report.table())
+    for w in meta["R warnings"]:
+        print(f"R warned: {w}")
     bad = report.failures
     print(f"\n{len(report.rows) - len(bad)} of {len(report.rows)} quantities agree with R"
           + (f"; differ: {', '.join(r.quantity for r in bad)}" if bad else ""))

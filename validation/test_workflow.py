@@ -255,3 +255,15 @@ def test_the_suite_exits_1_on_a_failing_check(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "0 passed, 1 failed" in r.stdout
+
+
+def test_live_R_warnings_come_with_the_report():
+    # iris, binned, lam from 1e-4: some of R's fold fits meet a non-finite value in FKSUM's sums and keep
+    # their start (R's warning); pyopnb's sums stay finite, so its accuracy differs, and the report says why
+    _needs_R()
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    report = compare_with_r(X, y, ndim=2, cv=3, nlam=3)
+    assert any("returning initial solution" in w for w in report.meta["R warnings"])
+    assert [r.quantity for r in report.failures] == ["CV accuracy"]

@@ -223,7 +223,9 @@ def _r_call(X, y, Xte, args, folds) -> Dict[str, Any]:
     rbridge.assign("Xte__", X if Xte is None else Xte)
     nb = "NULL" if args["nbin"] is None else int(args["nbin"])
     common = f"ndim = {args['ndim']}, nbin = {nb}, scale = {'TRUE' if args['scale'] else 'FALSE'}"
-    rbridge.r(f"m__ <- OPNB(X__, y__, lam = {args['lam']!r}, {common}); p__ <- predict(m__, Xte__)")
+    rbridge.r("warns__ <- character(0); quietly__ <- function(expr) withCallingHandlers(expr, warning = function(w) "
+              "{ warns__ <<- c(warns__, conditionMessage(w)); invokeRestart('muffleWarning') })")
+    rbridge.r(f"m__ <- quietly__(OPNB(X__, y__, lam = {args['lam']!r}, {common})); p__ <- predict(m__, Xte__)")
     get = lambda code: np.asarray(rbridge.r(code), dtype=np.float64)  # noqa: E731
     out = {"fval": float(get("m__$fval").ravel()[0]), "V": get("m__$V").reshape(X.shape[1], -1),
            "h": get("m__$h").reshape(-1, args["ndim"]), "PI": get("m__$PI").ravel(), "mu": get("m__$mu").ravel(),
@@ -235,8 +237,10 @@ def _r_call(X, y, Xte, args, folds) -> Dict[str, Any]:
         for k, f in enumerate(folds):
             rbridge.assign("f__", np.asarray(f) + 1)
             rbridge.r(f"folds__[[{k + 1}]] <- as.integer(f__)")
-        rbridge.r(f"cv__ <- OPNB_CV_lam(X__, y__, folds__, nlam = {args['nlam']}, {common})")
+        rbridge.r(f"cv__ <- quietly__(OPNB_CV_lam(X__, y__, folds__, nlam = {args['nlam']}, {common}))")
         out["cv_stats"] = get("cv__$cv_stats").reshape(-1, 2)
+    # R's warnings, each once: what R said of its own fits (a fit that kept its start, say)
+    out["warnings"] = list(dict.fromkeys(" ".join(w.split()) for w in rbridge.strings("warns__")))
     return out
 
 
@@ -443,7 +447,7 @@ def compare_with_r(X: Any, y: Any, Xte: Any = None, *, against: Union[None, str,
         source = "live R"
     ours = _pyopnb_side(Xa, ya, Xt, args, folds, threads)
     report = Report(_rows(ours, r, spread), {"R": source, "versions": versions, "data": fp, "args": args,
-                                             "spread": spread})
+                                             "spread": spread, "R warnings": list(r.get("warnings", []))})
     if record is not None:
         _write_new(record, json.dumps(_recording(fp, args, folds, versions, r, spread), indent=1))
     return report
