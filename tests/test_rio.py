@@ -121,7 +121,7 @@ def test_a_round_trip_keeps_the_labels_type_and_the_convergence_code(tmp_path, k
 
 
 def test_a_model_R_saved_has_an_unknown_convergence():
-    m = read_rds(Path(__file__).resolve().parents[1] / "validation" / "models" / "pima_ndim4.rds")
+    m = read_rds(Path(__file__).resolve().parents[1] / "pyopnb" / "validation" / "models" / "pima_ndim4.rds")
     assert m.convergence is None
     assert "convergence=None (unknown: R does not keep it)" in repr(m)
     assert m.ynames.dtype == object and list(m.ynames) == ["No", "Yes"]
