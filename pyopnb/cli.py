@@ -129,6 +129,21 @@ def _encode(df, path: str, known: Optional[Sequence[str]] = None) -> Tuple[np.nd
     return X, names
 
 
+def _training_data(path: str, target: str):
+    """(X, labels, feature names) of a training CSV: the target column's
+    labels, the other columns encoded (see :func:`_encode`)."""
+    df = _read_csv(path)
+    if target not in df.columns:
+        raise CLIError(f"{path}: no target column {target!r} (columns: {', '.join(map(str, df.columns))})")
+    y = df[target]
+    if y.isna().any():
+        raise CLIError(f"{path}: the target column {target!r} has missing values")
+    X, names = _encode(df.drop(columns=[target]), path)
+    if X.shape[1] == 0:
+        raise CLIError(f"{path}: no feature columns besides {target!r}")
+    return X, y, names
+
+
 def _align(X: np.ndarray, names: List[str], model_names: Sequence[str], path: str) -> np.ndarray:
     """X's columns in the model's order; a training level absent from this
     file is a column of zeros (its one-hot column would be)."""
@@ -189,15 +204,7 @@ def cmd_fit(args) -> None:
         form = formulation(args.formulation, words=flags, **{k: v for k, v in given.items() if v is not None})
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    df = _read_csv(args.train)
-    if args.target not in df.columns:
-        raise CLIError(f"{args.train}: no target column {args.target!r} (columns: {', '.join(map(str, df.columns))})")
-    y = df[args.target]
-    if y.isna().any():
-        raise CLIError(f"{args.train}: the target column {args.target!r} has missing values")
-    X, names = _encode(df.drop(columns=[args.target]), args.train)
-    if X.shape[1] == 0:
-        raise CLIError(f"{args.train}: no feature columns besides {args.target!r}")
+    X, y, names = _training_data(args.train, args.target)
     try:
         # the command says the formulation's note itself, in its own words (no Python source line)
         model, _ = fit_quietly(fit, X, y.to_numpy(), form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
@@ -420,15 +427,7 @@ def cmd_validate(args) -> int:
         if Path(args.record).exists():
             raise CLIError(f"--record {args.record}: exists; a recording is never overwritten (remove it or "
                            f"choose another path)")
-    df = _read_csv(args.train)
-    if args.target not in df.columns:
-        raise CLIError(f"{args.train}: no target column {args.target!r} (columns: {', '.join(map(str, df.columns))})")
-    y = df[args.target]
-    if y.isna().any():
-        raise CLIError(f"{args.train}: the target column {args.target!r} has missing values")
-    X, names = _encode(df.drop(columns=[args.target]), args.train)
-    if X.shape[1] == 0:
-        raise CLIError(f"{args.train}: no feature columns besides {args.target!r}")
+    X, y, names = _training_data(args.train, args.target)
     Xte = None
     if args.test is not None:
         dte = _read_csv(args.test)
