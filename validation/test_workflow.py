@@ -267,3 +267,13 @@ def test_live_R_warnings_come_with_the_report():
     report = compare_with_r(X, y, ndim=2, cv=3, nlam=3)
     assert any("returning initial solution" in w for w in report.meta["R warnings"])
     assert [r.quantity for r in report.failures] == ["CV accuracy"]
+
+
+def test_live_a_categorical_keeps_its_level_order_in_R(pima):
+    # R's factor keeps its levels' order, as pyopnb keeps a Categorical's: "Yes" first on both sides
+    _needs_R()
+    y = pd.Categorical(pima.y_train, categories=["Yes", "No"])
+    report = compare_with_r(pima.X_train, y, nbin=None, ndim=2)
+    assert report.ok, report.table()
+    plain = compare_with_r(pima.X_train, pima.y_train, nbin=None, ndim=2)
+    assert report.meta["data"]["sha256"] != plain.meta["data"]["sha256"]

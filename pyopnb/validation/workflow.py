@@ -30,7 +30,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -161,22 +161,31 @@ def _workflow_args(p: int, kwargs: Dict[str, Any]) -> Dict[str, Any]:
             "cv": None if cv is None else int(cv), "nlam": int(nlam)}
 
 
-def _labels(y: Any, n: int) -> np.ndarray:
-    """y as a vector R reads with the same type: numbers, booleans or strings."""
-    from ..labels import factor
+def _labels(y: Any, n: int) -> Tuple[np.ndarray, Optional[List[str]]]:
+    """(y as a vector R reads with the same type: numbers, booleans or
+    strings; a pandas Categorical's levels in its order, which R's factor
+    keeps too, else None)."""
+    from ..labels import _categorical, factor, level_text
 
-    factor(y)  # the same label checks as a fit's, before R sees them
-    a = np.asarray(getattr(y, "to_numpy", lambda: y)())
+    levels, _ = factor(y)  # the same label checks as a fit's, before R sees them
+    cat = _categorical(y)
+    a = np.asarray(cat if cat is not None else getattr(y, "to_numpy", lambda: y)())
     if a.ndim != 1 or a.size != n:
         raise ValueError(f"y must be a vector of {n} labels (one per row of X), got shape {a.shape}")
+    if cat is not None:
+        return np.asarray([str(v) for v in a.tolist()], dtype=object), level_text(levels)
     if a.dtype.kind in "biuf":
-        return a
-    return np.asarray([str(v) for v in a.tolist()], dtype=object)
+        return a, None
+    return np.asarray([str(v) for v in a.tolist()], dtype=object), None
 
 
-def fingerprint(X: np.ndarray, y: np.ndarray, Xte: Optional[np.ndarray]) -> Dict[str, Any]:
-    """What identifies the data: their shapes and a SHA-256 of their bits."""
+def fingerprint(X: np.ndarray, y: np.ndarray, Xte: Optional[np.ndarray],
+                levels: Optional[List[str]] = None) -> Dict[str, Any]:
+    """What identifies the data: their shapes and a SHA-256 of their bits
+    (and of a Categorical's level order)."""
     h = hashlib.sha256()
+    if levels is not None:
+        h.update(("levels\x1e" + "\x1f".join(levels)).encode())
     for a in (X, Xte):
         if a is not None:
             h.update(repr(a.shape).encode())
@@ -215,11 +224,14 @@ def _pyopnb_side(X, y, Xte, args, folds, threads) -> Dict[str, Any]:
     return out
 
 
-def _r_call(X, y, Xte, args, folds) -> Dict[str, Any]:
+def _r_call(X, y, Xte, args, folds, levels=None) -> Dict[str, Any]:
     from . import rbridge
 
     rbridge.assign("X__", X)
     rbridge.assign("y__", y)
+    if levels is not None:
+        rbridge.assign("lev__", list(levels))
+        rbridge.r("y__ <- factor(y__, levels = lev__)")
     rbridge.assign("Xte__", X if Xte is None else Xte)
     nb = "NULL" if args["nbin"] is None else int(args["nbin"])
     common = f"ndim = {args['ndim']}, nbin = {nb}, scale = {'TRUE' if args['scale'] else 'FALSE'}"
@@ -253,11 +265,11 @@ def _r_versions() -> Dict[str, str]:
     return out
 
 
-def _spread(X, y, Xte, args, folds, ref) -> Dict[str, float]:
+def _spread(X, y, Xte, args, folds, ref, levels=None) -> Dict[str, float]:
     """How far R's own results move when X moves by 1e-15 relative."""
     s = {"fval_rel": 0.0, "V_abs": 0.0, "h_rel": 0.0, "posterior_abs": 0.0, "class_changes": 0, "cv_accuracy_abs": 0.0}
     for seed in SEEDS:
-        alt = _r_call(perturbed(X, seed), y, Xte, args, folds)
+        alt = _r_call(perturbed(X, seed), y, Xte, args, folds, levels)
         s["fval_rel"] = max(s["fval_rel"], abs(alt["fval"] - ref["fval"]) / abs(ref["fval"]))
         s["V_abs"] = max(s["V_abs"], float(np.abs(alt["V"] * column_signs(alt["V"], ref["V"]) - ref["V"]).max()))
         s["h_rel"] = max(s["h_rel"], float((np.abs(alt["h"] - ref["h"]) / np.abs(ref["h"])).max()))
@@ -423,9 +435,9 @@ def compare_with_r(X: Any, y: Any, Xte: Any = None, *, against: Union[None, str,
         raise ValueError("record= and against= exclude each other: record runs R, against replaces it")
     Xa = check_X(X, "X")
     Xt = None if Xte is None else check_X(Xte, "Xte", d=Xa.shape[1])
-    ya = _labels(y, Xa.shape[0])
+    ya, levels = _labels(y, Xa.shape[0])
     args = _workflow_args(Xa.shape[1], opnb_args)
-    fp = fingerprint(Xa, ya, Xt)
+    fp = fingerprint(Xa, ya, Xt, levels)
     if record is not None and Path(record).exists():
         raise FileExistsError(f"{record}: exists; a recording is never overwritten (remove it or choose another)")
     threads = resolve(threads)
@@ -441,11 +453,11 @@ def compare_with_r(X: Any, y: Any, Xte: Any = None, *, against: Union[None, str,
             raise RUnavailable(f"comparing with R needs R with the OPNB and FKSUM packages, and rpy2: {reason}")
         rbridge.load_packages(*R_PACKAGES)
         folds = None if args["cv"] is None else _folds(ya, args["cv"])
-        r = _r_call(Xa, ya, Xt, args, folds)
-        spread = _spread(Xa, ya, Xt, args, folds, r)
+        r = _r_call(Xa, ya, Xt, args, folds, levels)
+        spread = _spread(Xa, ya, Xt, args, folds, r, levels)
         versions = _r_versions()
         source = "live R"
-    ours = _pyopnb_side(Xa, ya, Xt, args, folds, threads)
+    ours = _pyopnb_side(Xa, y if levels is not None else ya, Xt, args, folds, threads)
     report = Report(_rows(ours, r, spread), {"R": source, "versions": versions, "data": fp, "args": args,
                                              "spread": spread, "R warnings": list(r.get("warnings", []))})
     if record is not None:
