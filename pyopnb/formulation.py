@@ -48,8 +48,8 @@ from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem,
                          interp_grid, linear_passes, r_grid)
 
 __all__ = ["Formulation", "PenalisedFormulation", "RFormulation", "CorrectFormulation", "JournalFormulation",
-           "FORMULATIONS", "formulation", "register", "corrected", "Setup", "journal_bandwidths", "r_colmeans", "r_sd",
-           "r_standardise", "r_start", "greedy_order"]
+           "FORMULATIONS", "formulation", "register", "corrected", "Setup", "journal_bandwidths", "r_colmeans",
+           "r_sd", "r_standardise", "r_start", "greedy_order"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
 _SILVERMAN_054 = 0.54
@@ -430,8 +430,8 @@ FORMULATIONS: Dict[str, type] = {f.name: f for f in (RFormulation, CorrectFormul
 
 def register(cls: type) -> type:
     """Register a formulation class under its ``name``, for
-    :func:`formulation`, ``OPNBClassifier(formulation=name)`` and the
-    study; usable as a class decorator. Registering a class again is a
+    :func:`formulation` and ``OPNBClassifier(formulation=name)``; usable
+    as a class decorator. Registering a class again is a
     no-op; another class under a name already taken is an error."""
     if not (isinstance(cls, type) and issubclass(cls, Formulation)):
         raise TypeError(f"register takes a subclass of pyopnb.formulation.Formulation, got {label_text(cls)}")

@@ -150,10 +150,10 @@ def problems(formulation: str = "correct", binned: Optional[bool] = None, *, max
     a zero column, moved off lattices (by distinct offsets below 1e-3, so
     that no point sits on a binned objective's kink to the last bits).
     Binned, the bandwidths are widened where needed so that a grid cell is
-    at most half the narrowest bandwidth. X
-    mixes binary and real columns, values drawn from a small lattice (so
-    rows and values tie) or anywhere, each column scaled by 10^-3 to 10^3. ``binned``: None draws exact or binned (20, 50 or 100
-    bins), True only binned, False only exact. Examples shrink towards few
+    at most half the narrowest bandwidth. X mixes binary and real columns,
+    values drawn from a small lattice (so rows and values tie) or anywhere,
+    each column scaled by 10^-3 to 10^3. ``binned``: None draws exact or
+    binned (20, 50 or 100 bins), True only binned, False only exact. Examples shrink towards few
     points, columns and classes, and small integer values.
     """
     try:
