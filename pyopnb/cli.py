@@ -384,14 +384,17 @@ def _validate_suite(args) -> int:
     from .validation.checks import run_all, table, to_json
     from .rio import atomic_path
 
-    rows = run_all(args.select)
+    with warnings.catch_warnings():
+        # some checks reproduce R's defects on purpose (densities that underflow): their rows say how it went
+        warnings.simplefilter("ignore")
+        rows = run_all(args.select)
     if not rows:
         raise CLIError(f"--select {args.select!r}: no check's id contains it")
     print(table(rows))
     n_fail = sum(r["verdict"] == "FAIL" for r in rows)
     n_skip = sum(r["verdict"] == "skipped" for r in rows)
-    print(f"\n{len(rows) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped (skipped: R or one of its "
-          f"packages is missing here; the reason is beside each)")
+    print(f"\n{len(rows) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped"
+          + (" (R or one of its packages is missing here; the reason is beside each)" if n_skip else ""))
     if args.json:
         with atomic_path(args.json) as tmp:
             tmp.write_text(to_json(rows))
