@@ -278,3 +278,17 @@ def test_live_a_categorical_keeps_its_level_order_in_R(pima):
     assert report.ok, report.table()
     plain = compare_with_r(pima.X_train, pima.y_train, nbin=None, ndim=2)
     assert report.meta["data"]["sha256"] != plain.meta["data"]["sha256"]
+
+
+def test_a_test_frame_is_matched_to_the_training_columns_by_name(pima):
+    # the recording was made with Xte in the training order: the same rows in another column order (pandas
+    # or polars) replay, as they are the same data; a renamed column is an error naming it
+    path, args = RECORDINGS["exact"]
+    names = list(pima.feature_names)
+    X = pd.DataFrame(pima.X_train, columns=names)
+    Xte = pd.DataFrame(pima.X_test, columns=names)[names[::-1]]
+    assert compare_with_r(X, pima.y_train, Xte, against=path, **args).ok
+    pl = pytest.importorskip("polars", reason="polars is not installed")
+    assert compare_with_r(pl.from_pandas(X), pima.y_train, pl.from_pandas(Xte), against=path, **args).ok
+    with pytest.raises(ValueError, match=r"missing \['glu'\]; not in training \['glucose'\]"):
+        compare_with_r(X, pima.y_train, Xte.rename(columns={"glu": "glucose"}), against=path, **args)

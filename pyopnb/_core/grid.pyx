@@ -491,6 +491,20 @@ cdef class GridTables:
         if logprior is not None and len(logprior) != self.wk.P.K:
             raise ValueError(f"logprior must have K = {self.wk.P.K} entries, got {len(logprior)}")
 
+    def _gradient_out(self, const double[:, ::1] post, bint ready):
+        """The gradient's output [ndim, n], kept between calls, after the
+        checks every gradient makes (``ready``: tables built with the
+        gradient's)."""
+        self._check_built()
+        if not ready:
+            raise ValueError("tables built without the gradient's")
+        if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
+            raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
+        if self._dZ is None:
+            self._dZ = np.empty((self.ndim, self.n))
+            self._W = np.empty((self.ndim, self.TK))
+        return self._dZ
+
 
 cdef class RGridTables(GridTables):
     """R's binned objective as a fit evaluates it: tables of f with linear
@@ -707,19 +721,11 @@ cdef class RGridTables(GridTables):
         (column, block of points) into the block's grid, the blocks then in
         order (as update's).
         """
-        self._check_built()
-        if self.S_simple is None:
-            raise ValueError("tables built without the gradient's")
-        if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
-            raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
+        dZ = self._gradient_out(post, self.S_simple is not None)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Classes* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, e
-        if self._dZ is None:
-            self._dZ = np.empty((ndim, n))
-            self._W = np.empty((ndim, TK))
-        dZ = self._dZ
         cdef double[:, ::1] dv = dZ
         cdef double* DW = _data_or_null(self._W)
         cdef double* Tc = _data_or_null(self._cell_decays)
@@ -819,19 +825,11 @@ cdef class InterpGridTables(GridTables):
         (1/delta) sum_k sum_j Wb_k[j] Psi_k[j], Psi_k the grid sums of c_k with
         the kernel psi(u) = u K'(u), Wb_k the binned class weights.
         """
-        self._check_built()
-        if not self.has_gradient:
-            raise ValueError("tables built without the gradient's")
-        if post.shape[0] != self.n or post.shape[1] != self.wk.P.K:
-            raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
+        dZ = self._gradient_out(post, self.has_gradient)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Classes* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
-        if self._dZ is None:
-            self._dZ = np.empty((ndim, n))
-            self._W = np.empty((ndim, TK))
-        dZ = self._dZ
         cdef double[:, ::1] dv = dZ
         cdef double* Phi = _data_or_null(self._W)
         cdef double* Psi = _data_or_null(self._Psi)

@@ -24,7 +24,7 @@ from pyopnb.formulation import r_start, r_colmeans, r_sd, r_standardise
 from pyopnb.labels import factor, level_text
 from pyopnb.objective import df_NB_cpp, df_NB_exact, f_NB_cpp, f_NB_exact, objective_and_gradient
 from pyopnb.validation import rbridge
-from pyopnb.validation.fixtures import (FIT_FLOOR, FIXTURES, FK_ABS, FK_REL, OBJ_REL, POSTERIOR_ABS, arr, column_signs,
+from pyopnb.validation.fixtures import (FIT_FLOOR, FIXTURES, FK_ABS, FK_REL, OBJ_REL, POSTERIOR_ABS, arr,
                                  fit_call, fit_tolerance, load, model_from_fixture, names, r_spread, r_starts)
 
 RECORDED, BASE_R, LIVE = "recorded", "base R", "live"
@@ -792,23 +792,16 @@ def _live_obj_random():
 
 
 def _r_fit(X, y, ndim, lam, nbin, Xte):
-    rbridge.load_packages("OPNB")
-    rbridge.assign("X__", X)
-    rbridge.assign("y__", np.asarray([str(v) for v in y], dtype=object))
-    rbridge.assign("Xte__", Xte)
-    nb = "NULL" if nbin is None else int(nbin)
-    rbridge.r(f"m__ <- OPNB(X__, y__, ndim = {ndim}, lam = {lam!r}, nbin = {nb}); p__ <- predict(m__, Xte__)")
-    get = lambda code: np.asarray(rbridge.r(code))  # noqa: E731
-    return {
-        "V": get("m__$V"), "h": get("m__$h"), "PI": get("m__$PI"), "mu": get("m__$mu"),
-        "scales": get("m__$scales"), "fval": float(get("m__$fval").ravel()[0]),
-        "ynames": list(rbridge.strings("as.character(m__$ynames)")),
-        "posterior": get("p__$posterior"), "class": list(rbridge.strings("as.character(p__$class)")),
-    }
+    """R's OPNB with these arguments (R's other defaults) and its predictions on Xte."""
+    from pyopnb.validation.workflow import r_side
+
+    return r_side(X, y, Xte, {"ndim": ndim, "lam": lam, "nbin": nbin, "scale": True})
 
 
 @check("live/fits and predictions on random data", LIVE, r_packages=("OPNB",))
 def _live_fits():
+    from pyopnb.validation.workflow import measure_spread
+
     out = []
     for j, X, y, ndim, rng in _random_problems(23, 8):
         labels = np.array(["c%d" % v for v in y], dtype=object)
@@ -822,27 +815,12 @@ def _live_fits():
         results = _fit_results(what, LIVE, m, ref, Xte, ref)
         if not all(r.ok for r in results):
             # a fit that turns last bits into differences: R's own spread sets the tolerance
-            spread = _r_spread_live(X, labels, ndim, 1e-3, nbin, Xte, ref)
+            spread = measure_spread(X, labels, Xte, {"ndim": ndim, "lam": 1e-3, "nbin": nbin, "scale": True}, None,
+                                    ref)
             results = _fit_results(what, LIVE, m, ref, Xte, ref, fit_tolerance(spread), _spread_note(spread),
                                    max(1, spread["class_changes"]))
         out += results
     return out
-
-
-def _r_spread_live(X, labels, ndim, lam, nbin, Xte, ref) -> Dict[str, float]:
-    """R's own spread on one problem: its fits on X * (1 + 1e-15 u) (the
-    recorder's perturbation and seeds) against its fit on X."""
-    from pyopnb.validation.fixtures import SEEDS, perturbed
-
-    fv, dV, dP, dc = [0.0], [0.0], [0.0], [0]
-    Vr = np.asarray(ref["V"])
-    for seed in SEEDS:
-        alt = _r_fit(perturbed(X, seed), labels, ndim, lam, nbin, Xte)
-        fv.append(abs(alt["fval"] - ref["fval"]) / abs(ref["fval"]))
-        dV.append(float(np.abs(alt["V"] * column_signs(alt["V"], Vr) - Vr).max()))
-        dP.append(float(np.abs(alt["posterior"] - ref["posterior"]).max()))
-        dc.append(sum(a != b for a, b in zip(alt["class"], ref["class"])))
-    return {"fval_rel": max(fv), "V_abs": max(dV), "posterior_abs": max(dP), "class_changes": max(dc)}
 
 
 @check("live/OPNB_CV_lam", LIVE, r_packages=("OPNB",))
@@ -854,10 +832,8 @@ def _live_cv():
     rbridge.load_packages("OPNB")
     rbridge.assign("X__", X)
     rbridge.assign("y__", y)
-    rbridge.r("folds__ <- list()")
-    for k, f in enumerate(folds):
-        rbridge.assign("f__", f + 1)
-        rbridge.r(f"folds__[[{k + 1}]] <- as.integer(f__)")
+    rbridge.assign_folds("folds__", folds)
+
     def r_cv(Xr):
         rbridge.assign("X__", Xr)
         rbridge.r("cv__ <- OPNB_CV_lam(X__, y__, folds__, nlam = 3, ndim = 3)")

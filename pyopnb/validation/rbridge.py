@@ -82,6 +82,15 @@ def assign(name: str, value: Any) -> None:
         ro.globalenv[name] = arr.astype(np.float64)
 
 
+def assign_folds(name: str, folds: Sequence[Any]) -> None:
+    """Put folds (0-based row-index arrays) into R as a list of 1-based
+    integer vectors, as R's OPNB_CV_lam takes them."""
+    r(f"{name} <- list()")
+    for k, f in enumerate(folds):
+        assign("f__", np.asarray(f) + 1)
+        r(f"{name}[[{k + 1}]] <- as.integer(f__)")
+
+
 def strings(code: str) -> np.ndarray:
     """An R character vector as an object array of str."""
     ro, reason = _r()

@@ -224,9 +224,14 @@ def _pyopnb_side(X, y, Xte, args, folds, threads) -> Dict[str, Any]:
     return out
 
 
-def _r_call(X, y, Xte, args, folds, levels=None) -> Dict[str, Any]:
+def r_side(X, y, Xte, args, folds=None, levels=None) -> Dict[str, Any]:
+    """R's OPNB on (X, y) with ``args`` (``_workflow_args``' keys), its
+    predictions on Xte (None: X), and OPNB_CV_lam over ``folds`` (0-based;
+    None: none); ``levels`` a factor's level order for y. R's warnings are
+    collected, not printed."""
     from . import rbridge
 
+    rbridge.load_packages(*R_PACKAGES)
     rbridge.assign("X__", X)
     rbridge.assign("y__", y)
     if levels is not None:
@@ -245,10 +250,7 @@ def _r_call(X, y, Xte, args, folds, levels=None) -> Dict[str, Any]:
            "posterior": get("p__$posterior").reshape((X if Xte is None else Xte).shape[0], -1),
            "class": list(rbridge.strings("as.character(p__$class)"))}
     if folds is not None:
-        rbridge.r("folds__ <- list()")
-        for k, f in enumerate(folds):
-            rbridge.assign("f__", np.asarray(f) + 1)
-            rbridge.r(f"folds__[[{k + 1}]] <- as.integer(f__)")
+        rbridge.assign_folds("folds__", folds)
         rbridge.r(f"cv__ <- quietly__(OPNB_CV_lam(X__, y__, folds__, nlam = {args['nlam']}, {common}))")
         out["cv_stats"] = get("cv__$cv_stats").reshape(-1, 2)
     # R's warnings, each once: what R said of its own fits (a fit that kept its start, say)
@@ -265,11 +267,12 @@ def _r_versions() -> Dict[str, str]:
     return out
 
 
-def _spread(X, y, Xte, args, folds, ref, levels=None) -> Dict[str, float]:
-    """How far R's own results move when X moves by 1e-15 relative."""
+def measure_spread(X, y, Xte, args, folds, ref, levels=None) -> Dict[str, float]:
+    """How far R's own results (``ref``, from :func:`r_side`) move when X
+    moves by 1e-15 relative, over the seeds of the recorded fixtures."""
     s = {"fval_rel": 0.0, "V_abs": 0.0, "h_rel": 0.0, "posterior_abs": 0.0, "class_changes": 0, "cv_accuracy_abs": 0.0}
     for seed in SEEDS:
-        alt = _r_call(perturbed(X, seed), y, Xte, args, folds, levels)
+        alt = r_side(perturbed(X, seed), y, Xte, args, folds, levels)
         s["fval_rel"] = max(s["fval_rel"], abs(alt["fval"] - ref["fval"]) / abs(ref["fval"]))
         s["V_abs"] = max(s["V_abs"], float(np.abs(alt["V"] * column_signs(alt["V"], ref["V"]) - ref["V"]).max()))
         s["h_rel"] = max(s["h_rel"], float((np.abs(alt["h"] - ref["h"]) / np.abs(ref["h"])).max()))
@@ -429,12 +432,13 @@ def compare_with_r(X: Any, y: Any, Xte: Any = None, *, against: Union[None, str,
         A recording that does not belong to these data and arguments.
     """
     from .._threads import resolve
-    from .._validation import check_X
+    from .._validation import check_X, column_names
 
     if against is not None and record is not None:
         raise ValueError("record= and against= exclude each other: record runs R, against replaces it")
     Xa = check_X(X, "X")
-    Xt = None if Xte is None else check_X(Xte, "Xte", d=Xa.shape[1])
+    # a dataframe's test columns are matched to X's by name, in any order
+    Xt = None if Xte is None else check_X(Xte, "Xte", d=Xa.shape[1], expected=column_names(X))
     ya, levels = _labels(y, Xa.shape[0])
     args = _workflow_args(Xa.shape[1], opnb_args)
     fp = fingerprint(Xa, ya, Xt, levels)
@@ -451,10 +455,9 @@ def compare_with_r(X: Any, y: Any, Xte: Any = None, *, against: Union[None, str,
         reason = rbridge.why_not(R_PACKAGES)
         if reason:
             raise RUnavailable(f"comparing with R needs R with the OPNB and FKSUM packages, and rpy2: {reason}")
-        rbridge.load_packages(*R_PACKAGES)
         folds = None if args["cv"] is None else _folds(ya, args["cv"])
-        r = _r_call(Xa, ya, Xt, args, folds, levels)
-        spread = _spread(Xa, ya, Xt, args, folds, r, levels)
+        r = r_side(Xa, ya, Xt, args, folds, levels)
+        spread = measure_spread(Xa, ya, Xt, args, folds, r, levels)
         versions = _r_versions()
         source = "live R"
     ours = _pyopnb_side(Xa, y if levels is not None else ya, Xt, args, folds, threads)

@@ -70,13 +70,11 @@ def cv_spread() -> dict:
     fx = load("cv_pima")
     i = fx["inputs"]
     X = arr(i["X"])
-    folds = [np.asarray(f) for f in i["folds"]]  # 1-based, as R takes them
+    folds = [np.asarray(f) - 1 for f in i["folds"]]  # recorded 1-based, as R takes them
     starts = [arr(v) for v in r_starts()["cv_pima"]]
     rbridge.assign("y__", np.asarray([str(v) for v in i["y"]], dtype=object))
-    rbridge.r("folds__ <- list(); starts__ <- list()")
-    for k, f in enumerate(folds):
-        rbridge.assign("f__", f)
-        rbridge.r(f"folds__[[{k + 1}]] <- as.integer(f__)")
+    rbridge.assign_folds("folds__", folds)
+    rbridge.r("starts__ <- list()")
     for k, S in enumerate(starts):
         rbridge.assign("s__", S)
         rbridge.r(f"starts__[[{k + 1}]] <- s__")
