@@ -15,7 +15,7 @@ from setuptools import Extension, setup
 openmp = [] if sys.platform == "darwin" else ["-fopenmp"]
 # the kernel sums stay at the package's root (the project's fixed layout)
 MODULES = ("_ksum",) + tuple(f"_core.{name}" for name in (
-    "sort", "evaluator", "posteriors", "passes", "grid", "project", "colstats", "linalg", "lbfgsb", "gaussian",
+    "scratch", "sort", "evaluator", "posteriors", "passes", "grid", "project", "colstats", "linalg", "lbfgsb", "gaussian",
     "eigen", "testing"))
 
 extensions = [
@@ -27,7 +27,9 @@ extensions = [
         # no FMA contraction: sums must round as R's (see _project.project)
         extra_compile_args=["-O3", "-std=c++11", "-ffp-contract=off"] + openmp,
         extra_link_args=openmp,
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+                       # numpy >= 2 (pyproject.toml): its memory-handler API (scratch.pyx)
+                       ("NPY_TARGET_VERSION", "NPY_2_0_API_VERSION")],
     )
     for name in MODULES
 ]

@@ -35,7 +35,8 @@ from libc.math cimport exp, log, log1p, floor, INFINITY
 from libc.stdlib cimport free
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _MAX_ORDER, _alloc, _data_or_null, _max_threads
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _max_threads
+from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 # gaps remembered by _gap_decays
 DEF _GAP_CACHE = 4
 # the recursion runs its passes side by side from this many anchors
@@ -460,18 +461,18 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
 
 cdef int _tables_alloc(RunningSums* tb, Py_ssize_t G, int r, int a1, bint shared, bint deposits) noexcept nogil:
     # deposit tables only for points between anchors (weights on anchors need none)
-    tb.Ldep = <double*> _alloc(G * r * a1 * sizeof(double)) if deposits else NULL
+    tb.Ldep = <double*> scratch_alloc(G * r * a1 * sizeof(double)) if deposits else NULL
     # (room for two columns at least: _sweep1 takes weight columns in pairs)
-    tb.Lincl = <double*> _alloc(G * max(r, 2) * a1 * sizeof(double))
-    tb.R = <double*> _alloc(G * max(r, 2) * a1 * sizeof(double))
-    tb.decay = <double*> _alloc(G * (a1 if shared else r) * sizeof(double))
+    tb.Lincl = <double*> scratch_alloc(G * max(r, 2) * a1 * sizeof(double))
+    tb.R = <double*> scratch_alloc(G * max(r, 2) * a1 * sizeof(double))
+    tb.decay = <double*> scratch_alloc(G * (a1 if shared else r) * sizeof(double))
     if (deposits and tb.Ldep == NULL) or tb.Lincl == NULL or tb.R == NULL or tb.decay == NULL:
         return -1
     return 0
 
 
 cdef void _tables_free(RunningSums* tb) noexcept nogil:
-    free(tb.Ldep); free(tb.Lincl); free(tb.R); free(tb.decay)
+    scratch_free(tb.Ldep); scratch_free(tb.Lincl); scratch_free(tb.R); scratch_free(tb.decay)
     memset(tb, 0, sizeof(RunningSums))
 
 
@@ -621,16 +622,16 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     _make_kernel(&beta[0], beta.shape[0], &ker)
     cdef RunningSums tb
     cdef double h, w
-    cdef double* xk = <double*> _alloc(nmax * sizeof(double))
-    cdef double* wk = <double*> _alloc(nmax * sizeof(double))
-    cdef Py_ssize_t* order = <Py_ssize_t*> _alloc(nmax * sizeof(Py_ssize_t))
-    cdef double* anchors = <double*> _alloc(nmax * sizeof(double))
-    cdef double* Wa = <double*> _alloc(nmax * sizeof(double))
-    cdef double* e = <double*> _alloc(m * sizeof(double))
-    cdef Py_ssize_t* eorder = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
-    cdef double* es = <double*> _alloc(m * sizeof(double))
-    cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
-    cdef double* S = <double*> _alloc(m * sizeof(double))
+    cdef double* xk = <double*> scratch_alloc(nmax * sizeof(double))
+    cdef double* wk = <double*> scratch_alloc(nmax * sizeof(double))
+    cdef Py_ssize_t* order = <Py_ssize_t*> scratch_alloc(nmax * sizeof(Py_ssize_t))
+    cdef double* anchors = <double*> scratch_alloc(nmax * sizeof(double))
+    cdef double* Wa = <double*> scratch_alloc(nmax * sizeof(double))
+    cdef double* e = <double*> scratch_alloc(m * sizeof(double))
+    cdef Py_ssize_t* eorder = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
+    cdef double* es = <double*> scratch_alloc(m * sizeof(double))
+    cdef Py_ssize_t* lo = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
+    cdef double* S = <double*> scratch_alloc(m * sizeof(double))
     with nogil:
         if (_tables_alloc(&tb, nmax, 1, ker.a + 1, True, False) or xk == NULL or wk == NULL or order == NULL
                 or anchors == NULL or Wa == NULL or e == NULL or eorder == NULL or es == NULL
@@ -660,7 +661,8 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
                 k += 1
             t += 1
     _tables_free(&tb)
-    free(xk); free(wk); free(order); free(anchors); free(Wa); free(e); free(eorder); free(es); free(lo); free(S)
+    scratch_free(xk); scratch_free(wk); scratch_free(order); scratch_free(anchors); scratch_free(Wa)
+    scratch_free(e); scratch_free(eorder); scratch_free(es); scratch_free(lo); scratch_free(S)
     if bad:
         raise MemoryError("class_sums: out of memory")
     return out
@@ -688,13 +690,13 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef double* Dp = _data_or_null(D)
     cdef int a1 = ker.a + 1, bad = 0, nthr = max(1, num_threads)
     cdef RunningSums tb
-    cdef Py_ssize_t* order = <Py_ssize_t*> _alloc(n * sizeof(Py_ssize_t))
-    cdef double* anchors = <double*> _alloc(n * sizeof(double))
-    cdef double* Wa = <double*> _alloc(n * r * sizeof(double))
+    cdef Py_ssize_t* order = <Py_ssize_t*> scratch_alloc(n * sizeof(Py_ssize_t))
+    cdef double* anchors = <double*> scratch_alloc(n * sizeof(double))
+    cdef double* Wa = <double*> scratch_alloc(n * r * sizeof(double))
     # at the sample the sorted points are their own evaluation points
-    cdef Py_ssize_t* eorder = order if at_x else <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
-    cdef double* es = anchors if at_x else <double*> _alloc(m * sizeof(double))
-    cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* eorder = order if at_x else <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
+    cdef double* es = anchors if at_x else <double*> scratch_alloc(m * sizeof(double))
+    cdef Py_ssize_t* lo = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
     with nogil:
         if (_tables_alloc(&tb, n, r, a1, True, False) or order == NULL or anchors == NULL or Wa == NULL
                 or eorder == NULL or es == NULL or lo == NULL
@@ -705,8 +707,8 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
                                <const double*> NULL if at_x else es, eorder, m, lo, Sp, Dp, log_S, nthr)
     _tables_free(&tb)
     if not at_x:
-        free(eorder); free(es)
-    free(order); free(anchors); free(Wa); free(lo)
+        scratch_free(eorder); scratch_free(es)
+    scratch_free(order); scratch_free(anchors); scratch_free(Wa); scratch_free(lo)
     if bad:
         raise MemoryError("exact_sums: out of memory")
     return S, D
@@ -732,7 +734,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     cdef double u
     cdef int bad = 0
     cdef RunningSums tb
-    cdef Py_ssize_t* lo = <Py_ssize_t*> _alloc(m * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* lo = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
     with nogil:
         if _tables_alloc(&tb, G, r, ker.a + 1, True, False) or lo == NULL:
             bad = 1
@@ -754,7 +756,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
             _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, &h, True, &ker, &tb, &e[0], lo, m,
                              NULL, Sp, Dp, False, False, max(1, num_threads))
     _tables_free(&tb)
-    free(lo)
+    scratch_free(lo)
     if bad:
         raise MemoryError("grid_sums: out of memory")
     return S, D

@@ -27,6 +27,7 @@ from ._core import colstats, linalg, project
 from ._core.evaluator import Evaluator as CoreEvaluator
 from ._core.grid import InterpGrid, RGrid
 from ._core.passes import ExactPasses, LinearPasses
+from ._core.scratch import arrays as scratch_arrays
 from .ksum import DEFAULT_BETA
 
 __all__ = ["Problem", "check_problem", "check_V", "Evaluator", "NormalisedEvaluator", "CoreEvaluator",
@@ -113,23 +114,27 @@ def check_V(V: Any, d: int) -> np.ndarray:
 
 def exact_passes(problem: Problem, threads: int, squared_priors: bool = False) -> ExactPasses:
     """Exact sums; ``squared_priors`` for R's f_NB_exact value."""
-    return ExactPasses(problem.y0, problem.h, problem.PI, threads, DEFAULT_BETA, squared_priors)
+    with scratch_arrays():
+        return ExactPasses(problem.y0, problem.h, problem.PI, threads, DEFAULT_BETA, squared_priors)
 
 
 def linear_passes(problem: Problem, nbin: int, threads: int) -> LinearPasses:
     """The paper's binned value: linear binning, each point's densities
     summed from the binned weights, and its exact gradient."""
-    return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    with scratch_arrays():
+        return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
 def r_grid(problem: Problem, nbin: int, threads: int) -> RGrid:
     """R's binned objective: f_NB_cpp's value and df_NB_cpp's gradient."""
-    return RGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    with scratch_arrays():
+        return RGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
 def interp_grid(problem: Problem, nbin: int, threads: int) -> InterpGrid:
     """The journal's binned objective: grid log densities interpolated at the points."""
-    return InterpGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    with scratch_arrays():
+        return InterpGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
 def greedy(ndim: int, values: Callable[[List[int], List[int]], Sequence[float]]) -> List[int]:
@@ -186,6 +191,11 @@ class Evaluator:
         return self._Zt
 
     def _evaluate(self, V: Any, gradient: bool) -> Tuple[float, Optional[np.ndarray]]:
+        # the core's arrays come from its scratch pool (pyopnb._core.scratch)
+        with scratch_arrays():
+            return self._evaluate_at(V, gradient)
+
+    def _evaluate_at(self, V: Any, gradient: bool) -> Tuple[float, Optional[np.ndarray]]:
         Va = np.ascontiguousarray(V, dtype=np.float64)
         W, norms = self.directions(Va)
         Zt = self._project(W)
@@ -222,7 +232,9 @@ class Evaluator:
             self._evaluate(Va, False)
         Zt = self._Zt
         try:
-            return greedy(W.shape[1], lambda chosen, remaining: self.core.subset_values(Zt, chosen, remaining))
+            with scratch_arrays():
+                return greedy(W.shape[1],
+                              lambda chosen, remaining: self.core.subset_values(Zt, chosen, remaining))
         finally:
             # the subsets' evaluations may have moved the core's state off V
             self._at = None

@@ -1,26 +1,6 @@
-/* C helpers that the compiled modules share: scratch memory and OpenMP's thread numbers. */
+/* OpenMP's thread numbers, for the compiled modules (their scratch memory is scratch.h's). */
 #ifndef PYOPNB_ALLOC_H
 #define PYOPNB_ALLOC_H
-
-#include <stdlib.h>
-#include <sys/mman.h>
-/* Large scratch goes on transparent huge pages: a fresh 4 KiB page costs a
-   fault when first touched, and large sums touch as many pages as they add
-   points, so faults one page at a time rival the kernel sums themselves. */
-static inline void* _alloc(size_t nbytes) {
-    void* p = NULL;
-    const size_t huge = (size_t)1 << 21;
-    size_t rounded;
-    if (nbytes < 2 * huge)
-        return malloc(nbytes ? nbytes : 1);
-    rounded = (nbytes + huge - 1) & ~(huge - 1);
-    if (posix_memalign(&p, huge, rounded))
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 #ifdef _OPENMP
 #include <omp.h>

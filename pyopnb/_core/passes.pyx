@@ -17,7 +17,8 @@ from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcmp, memcpy, memset
 
-from pyopnb._core.common cimport EXACT, LINEAR, _MAX_ORDER, _alloc, _thread_id
+from pyopnb._core.common cimport EXACT, LINEAR, _MAX_ORDER, _thread_id
+from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
@@ -50,17 +51,17 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, Py_ssize_t nbin, int
     cdef Py_ssize_t N = (n if n > G else G) if points else G
     cdef Py_ssize_t npt = n if points else 0
     memset(col, 0, sizeof(Column))
-    col.anchors = <double*> _alloc(G * sizeof(double))
-    col.order = <Py_ssize_t*> _alloc(npt * sizeof(Py_ssize_t))
-    col.bin = <Py_ssize_t*> _alloc(npt * sizeof(Py_ssize_t))
-    col.lo = <Py_ssize_t*> _alloc(npt * sizeof(Py_ssize_t))
-    col.row = <Py_ssize_t*> _alloc(npt * sizeof(Py_ssize_t))
-    col.evlo = <Py_ssize_t*> _alloc(N * sizeof(Py_ssize_t))
-    col.Wa = <double*> _alloc(G * K * sizeof(double))
-    col.Wpts = <double*> _alloc(npt * K * sizeof(double))
-    col.ident = <Py_ssize_t*> _alloc(N * sizeof(Py_ssize_t))
-    col.S = <double*> _alloc(N * K * sizeof(double))
-    col.D = <double*> _alloc(N * K * sizeof(double))
+    col.anchors = <double*> scratch_alloc(G * sizeof(double))
+    col.order = <Py_ssize_t*> scratch_alloc(npt * sizeof(Py_ssize_t))
+    col.bin = <Py_ssize_t*> scratch_alloc(npt * sizeof(Py_ssize_t))
+    col.lo = <Py_ssize_t*> scratch_alloc(npt * sizeof(Py_ssize_t))
+    col.row = <Py_ssize_t*> scratch_alloc(npt * sizeof(Py_ssize_t))
+    col.evlo = <Py_ssize_t*> scratch_alloc(N * sizeof(Py_ssize_t))
+    col.Wa = <double*> scratch_alloc(G * K * sizeof(double))
+    col.Wpts = <double*> scratch_alloc(npt * K * sizeof(double))
+    col.ident = <Py_ssize_t*> scratch_alloc(N * sizeof(Py_ssize_t))
+    col.S = <double*> scratch_alloc(N * K * sizeof(double))
+    col.D = <double*> scratch_alloc(N * K * sizeof(double))
     # deposit tables only where points lie between anchors: the exact binned gradient
     if (_tables_alloc(&col.tb, G, K, a1, shared, mode == LINEAR and points) or col.anchors == NULL
             or col.order == NULL or col.bin == NULL or col.lo == NULL or col.row == NULL
@@ -74,8 +75,9 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, Py_ssize_t nbin, int
 
 
 cdef void _column_free(Column* col) noexcept nogil:
-    free(col.anchors); free(col.order); free(col.bin); free(col.lo); free(col.row)
-    free(col.evlo); free(col.Wa); free(col.Wpts); free(col.ident); free(col.S); free(col.D)
+    scratch_free(col.anchors); scratch_free(col.order); scratch_free(col.bin); scratch_free(col.lo)
+    scratch_free(col.row); scratch_free(col.evlo); scratch_free(col.Wa); scratch_free(col.Wpts)
+    scratch_free(col.ident); scratch_free(col.S); scratch_free(col.D)
     _tables_free(&col.tb)
     memset(col, 0, sizeof(Column))
 

@@ -9,7 +9,8 @@ from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from pyopnb._core.common cimport _alloc, _thread_id
+from pyopnb._core.common cimport _thread_id
+from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 
 
 cdef inline unsigned long long _sort_key(double v) noexcept nogil:
@@ -183,15 +184,15 @@ cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, 
     if n <= SORT_SMALL:
         _small_sort(x, n, order, xs)
         return 0
-    cdef KeyIdx* a0 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
-    cdef KeyIdx* a1 = <KeyIdx*> _alloc(n * sizeof(KeyIdx))
+    cdef KeyIdx* a0 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
+    cdef KeyIdx* a1 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
     cdef Py_ssize_t nchunk = (n + CHUNK - 1) // CHUNK
-    cdef Py_ssize_t* counts = <Py_ssize_t*> malloc(nthr * NPASS * NBUCKET * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* counts = <Py_ssize_t*> scratch_alloc(nthr * NPASS * NBUCKET * sizeof(Py_ssize_t))
     cdef KeyIdx* tmp
     cdef Py_ssize_t i, c, lo, width
     cdef int tid
     if a0 == NULL or a1 == NULL or counts == NULL:
-        free(a0); free(a1); free(counts)
+        scratch_free(a0); scratch_free(a1); scratch_free(counts)
         return -1
     for i in prange(n, num_threads=nthr, schedule='static'):
         a0[i].key = _sort_key(x[i])
@@ -209,7 +210,7 @@ cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, 
         order[i] = a0[i].idx
         if xs != NULL:
             xs[i] = _key_value(a0[i].key)
-    free(a0); free(a1); free(counts)
+    scratch_free(a0); scratch_free(a1); scratch_free(counts)
     return 0
 
 
@@ -235,7 +236,7 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
             memcpy(hint, order, n * sizeof(Py_ssize_t))
         return 0
     if n > SORT_SMALL:
-        a = <KeyIdx*> malloc(n * sizeof(KeyIdx))
+        a = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
         if a == NULL:
             return -1
     for i in range(n):
@@ -251,7 +252,7 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
         moves += i - j
         if moves > HINT_MOVES * (i + HINT_SLACK):
             if a != small:
-                free(a)
+                scratch_free(a)
             if _argsort(x, n, order, xs, nthr):
                 return -1
             memcpy(hint, order, n * sizeof(Py_ssize_t))
@@ -262,5 +263,5 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
         if xs != NULL:
             xs[i] = _key_value(a[i].key)
     if a != small:
-        free(a)
+        scratch_free(a)
     return 0
