@@ -1,6 +1,8 @@
 """Fixtures shared by the test modules."""
 import pytest
 
+from pyopnb import _threads
+
 from pyopnb import OPNB
 from pyopnb.datasets import load_pima
 
@@ -16,3 +18,11 @@ def df_model(pima):
     """OPNB fitted on Pima's training part as a DataFrame (named columns), 3 columns, exact sums."""
     pd = pytest.importorskip("pandas", reason="pandas is not installed")
     return OPNB(pd.DataFrame(pima.X_train, columns=list(pima.feature_names)), pima.y_train, ndim=3, nbin=None)
+
+
+@pytest.fixture
+def many_cores(monkeypatch):
+    """pyopnb sees 64 usable cores: tests that run more threads than this
+    machine has (their partitions must not change the bits) are not capped."""
+    monkeypatch.setattr(_threads, "available_cores", lambda: 64)
+    return 64

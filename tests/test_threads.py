@@ -7,15 +7,24 @@ import numpy as np
 import pytest
 
 from pyopnb import OPNB, _ksum
-from pyopnb._threads import available_cores, resolve
+from pyopnb import _threads
+from pyopnb._threads import ThreadCountWarning, available_cores, resolve
 from pyopnb.ksum import DEFAULT_BETA, fk_sum
 from pyopnb.objective import objective_and_gradient
+
+
+@pytest.fixture(autouse=True)
+def _cores(request, monkeypatch):
+    """64 usable cores, so that counts above this machine's reach the core
+    (the tests of the cap set their own)."""
+    if "real_cores" not in request.keywords:
+        monkeypatch.setattr(_threads, "available_cores", lambda: 64)
 
 
 def test_explicit_count_wins_and_bad_counts_are_refused(monkeypatch):
     monkeypatch.setenv("PYOPNB_NUM_THREADS", "3")
     assert resolve(5) == 5
-    assert resolve(-1) == available_cores()
+    assert resolve(-1) == 64
     for bad in (0, -2, 1.5, "x", True, "2.5"):
         with pytest.raises(ValueError, match="threads"):
             resolve(bad)
@@ -49,10 +58,11 @@ def test_environment_then_openmp(monkeypatch):
         assert resolve(4) == 4
 
 
+@pytest.mark.real_cores
 def test_omp_num_threads_is_the_default_in_a_fresh_process():
     env = {k: v for k, v in os.environ.items() if k != "PYOPNB_NUM_THREADS"}
-    code = "from pyopnb._threads import resolve; print(resolve())"
-    for omp, want in (("3", 3), (None, available_cores())):
+    code = "import warnings; warnings.simplefilter('ignore'); from pyopnb._threads import resolve; print(resolve())"
+    for omp, want in (("1", 1), ("3", min(3, available_cores())), (None, available_cores())):
         if omp is None:
             env.pop("OMP_NUM_THREADS", None)
         else:
@@ -61,6 +71,46 @@ def test_omp_num_threads_is_the_default_in_a_fresh_process():
         assert int(out.stdout.strip()) == want
 
 
+@pytest.mark.real_cores
+def test_counts_above_the_cores_are_capped_with_one_warning(monkeypatch):
+    """threads=64 on 2 cores made a 50-point fit 7 times slower, 10000 did
+    not finish: a count above the usable cores takes the cores, from every
+    source, with one warning a process that names the source."""
+    monkeypatch.setattr(_threads, "available_cores", lambda: 2)
+    monkeypatch.setattr(_threads, "_warned", False)
+    with pytest.warns(ThreadCountWarning, match=r"threads=64 is more than the 2 cores") as record:
+        assert resolve(64) == 2
+    assert record[0].filename == __file__  # attributed to the caller, not to pyopnb
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve(10_000) == 2  # once a process
+        assert resolve(2) == 2 and resolve(-1) == 2 and resolve(1) == 1
+        monkeypatch.setenv("PYOPNB_NUM_THREADS", "8")
+        assert resolve() == 2
+    monkeypatch.setattr(_threads, "_warned", False)
+    with pytest.warns(ThreadCountWarning, match="PYOPNB_NUM_THREADS='8'"):
+        assert resolve() == 2
+    monkeypatch.delenv("PYOPNB_NUM_THREADS")
+    monkeypatch.setattr(_threads, "_warned", False)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=5, user_api="openmp"), pytest.warns(ThreadCountWarning, match="OpenMP"):
+        assert resolve() == 2
+    # a fit with threads=10000 finishes on the cores, with the warning from the user's line
+    monkeypatch.setattr(_threads, "_warned", False)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(ThreadCountWarning) as record:
+        m = OPNB(X, y, threads=10_000)
+    assert record[0].filename == __file__
+    ref = OPNB(X, y, threads=1)
+    np.testing.assert_array_equal(m.V, ref.V)
+
+
+@pytest.mark.real_cores
 def test_joblib_workers_do_not_oversubscribe():
     """GridSearchCV(n_jobs=k) runs fits in joblib's worker processes, which
     set OpenMP's count to cores // k: the fits there take it."""
