@@ -178,3 +178,17 @@ def test_R_var_is_R_sd_squared_before_its_root():
     X = rng.normal(size=(30, 3)) * [1.0, 1e-8, 1e8]
     np.testing.assert_array_equal(colstats.r_sd(X, 2), np.sqrt(colstats.r_var(X, 1)))
     np.testing.assert_allclose(colstats.r_var(X, 1), X.var(axis=0, ddof=1), rtol=1e-14)
+
+
+@pytest.mark.parametrize("n", [1, 37, 511, 512, 513, 5000])
+def test_crossprod_t_threads_own_their_blocks(n, many_cores):
+    """Each thread lays out its own blocks of B (no barrier between
+    blocks): every entry is still summed over the rows in order, so the
+    bits do not depend on the threads, whatever n is against the 512-row
+    block (a buffer sized for n < 512 rows once overran)."""
+    rng = np.random.default_rng(n)
+    A, Bt = rng.normal(size=(n, 7)), rng.normal(size=(3, n))
+    ref = _linalg.crossprod_t(A, Bt, 1)
+    np.testing.assert_allclose(ref, A.T @ Bt.T, rtol=1e-12, atol=1e-12)
+    for threads in (2, 3, 7, 9):
+        np.testing.assert_array_equal(_linalg.crossprod_t(A, Bt, threads), ref)

@@ -132,32 +132,32 @@ static inline void pyopnb_xp(int level, const double* A, ptrdiff_t m, ptrdiff_t 
 
 /* C [p, qp] = A'B for A [n, p] row-major and B given transposed, Bt [q, n]
  * (rows of Bt contiguous, as the objective's dZ'), qp = q rounded up to 8.
- * buf: PYOPNB_XP_ROWS * qp doubles, where each block of B is laid out
- * row-major (zero columns past q) by the threads together. The threads
- * take fixed ranges of l, the same for every block. */
+ * The threads take fixed ranges of l and go through the rows on their own,
+ * a block at a time: each lays out its block of B row-major (zero columns
+ * past q) in its own part of buf (min(p, nthr) parts of PYOPNB_XP_ROWS * qp
+ * doubles), so that no thread waits for another between blocks (at two
+ * barriers a block, two threads took longer than one). Each entry is
+ * summed over the rows in order whatever the threads. */
 static void pyopnb_crossprod_t(int level, const double* A, ptrdiff_t n, ptrdiff_t p, const double* Bt,
                                ptrdiff_t q, ptrdiff_t qp, double* C, double* buf, int nthr) {
     const int parts = (int)(p < nthr ? p : nthr);
     for (ptrdiff_t j = 0; j < p * qp; ++j) C[j] = 0.0;
     if (p == 0 || q == 0) return;
-#pragma omp parallel num_threads(parts > 0 ? parts : 1) if (parts > 1)
-    {
+#pragma omp parallel for num_threads(parts > 0 ? parts : 1) if (parts > 1) schedule(static)
+    for (int part = 0; part < parts; ++part) {
+        double* own = buf + (ptrdiff_t)part * PYOPNB_XP_ROWS * qp;
+        const ptrdiff_t l0 = p * part / parts, l1 = p * (part + 1) / parts;
         for (ptrdiff_t i0 = 0; i0 < n; i0 += PYOPNB_XP_ROWS) {
             const ptrdiff_t m = n - i0 < PYOPNB_XP_ROWS ? n - i0 : PYOPNB_XP_ROWS;
-#pragma omp for schedule(static)
             for (ptrdiff_t t = 0; t < qp; ++t) {
                 if (t < q) {
                     const double* src = Bt + t * n + i0;
-                    for (ptrdiff_t i = 0; i < m; ++i) buf[i * qp + t] = src[i];
+                    for (ptrdiff_t i = 0; i < m; ++i) own[i * qp + t] = src[i];
                 } else {
-                    for (ptrdiff_t i = 0; i < m; ++i) buf[i * qp + t] = 0.0;
+                    for (ptrdiff_t i = 0; i < m; ++i) own[i * qp + t] = 0.0;
                 }
             }
-#pragma omp for schedule(static)
-            for (int part = 0; part < parts; ++part) {
-                const ptrdiff_t l0 = p * part / parts, l1 = p * (part + 1) / parts;
-                pyopnb_xp(level, A + i0 * p, m, p, buf, qp, l0, l1, C);
-            }
+            pyopnb_xp(level, A + i0 * p, m, p, own, qp, l0, l1, C);
         }
     }
 }

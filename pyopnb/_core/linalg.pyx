@@ -83,16 +83,16 @@ def crossprod(A, B, int num_threads):
 def crossprod_t(const double[:, ::1] A, const double[:, ::1] Bt, int num_threads):
     """A'B [p, q] from A [n, p] and B given transposed, Bt [q, n] (the
     objective's dZ'): t(X) %*% dZ in R's order. Threads take ranges of l
-    and go through the rows a block at a time together."""
+    and go through the rows a block at a time, each on its own."""
     cdef Py_ssize_t n = A.shape[0], p = A.shape[1], q = Bt.shape[0]
     if Bt.shape[1] != n:
         raise ValueError(f"A has {n} rows but Bt has {Bt.shape[1]} columns")
     cdef Py_ssize_t qp = ((q + 7) // 8) * 8
     C = np.empty((p, qp))
     cdef double[:, ::1] cv = C
-    buf = np.empty(max(1, min(n, PYOPNB_XP_ROWS) * qp))
-    cdef double[::1] bv = buf
     cdef int level = _level(), nthr = max(1, num_threads)
+    buf = np.empty(max(1, min(p, nthr)) * PYOPNB_XP_ROWS * qp)  # a block of B per thread
+    cdef double[::1] bv = buf
     if n == 0 or p == 0 or q == 0:
         return np.zeros((p, q))
     with nogil:
