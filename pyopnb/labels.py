@@ -13,7 +13,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["factor", "factor_values", "level_text", "levels_from_text", "collation_key"]
+__all__ = ["factor", "factor_values", "level_text", "levels_from_text", "collation_key", "sort_levels"]
 
 
 @lru_cache(maxsize=1)
@@ -31,6 +31,21 @@ def collation_key(s: str) -> Any:
     (ICU's root order: case-insensitive first, lower case before upper,
     punctuation before digits before letters, accents after the plain letter)."""
     return _collator()(s)
+
+
+# Strings of digits and letters of one case only: their collation order is
+# their code-point order (digits before letters, a prefix first, no case or
+# accent to weigh), so they sort without the collator, whose tables take a
+# tenth of a second or more to load, the first time in a process
+_ONE_CASE = (re.compile(r"[0-9a-z]*"), re.compile(r"[0-9A-Z]*"))
+
+
+def sort_levels(strs: Sequence[str]) -> List[str]:
+    """The distinct strings in R's order (:func:`collation_key`)."""
+    distinct = set(strs)
+    if any(all(plain.fullmatch(s) for s in distinct) for plain in _ONE_CASE):
+        return sorted(distinct)
+    return sorted(distinct, key=collation_key)
 
 
 def _categorical(y: Any) -> Any:
@@ -87,7 +102,7 @@ def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
         if kinds <= {bool, np.bool_}:
             return factor(np.asarray(items, dtype=bool))
         strs = [str(v) for v in items]
-        levels = sorted(set(strs), key=collation_key)
+        levels = sort_levels(strs)
         index = {lev: i for i, lev in enumerate(levels)}
         return np.asarray(levels, dtype=object), np.array([index[s] for s in strs], dtype=np.int64)
     raise ValueError(f"y has an unsupported dtype {arr.dtype}")

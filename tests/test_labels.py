@@ -106,3 +106,21 @@ def test_cross_validation_keeps_a_categoricals_level_order(pima, cv):
     # plain labels keep their type and R's order through a cross-validation
     res2 = OPNB_CV_lam(pima.X_train, (pima.y_train == "Yes").astype(int), 3, nlam=1, ndim=2)
     assert res2["model"].ynames.dtype == np.int64 and list(res2["model"].ynames) == [0, 1]
+
+
+def test_one_case_strings_sort_without_the_collator_and_as_it_would():
+    """Digits and letters of one case sort by code point, as the Unicode
+    Collation Algorithm sorts them (checked here against it), so a fit on
+    labels like "c0", "c1" does not load the collator's tables; any other
+    string (mixed case, punctuation, accents) goes through it."""
+    import random
+
+    from pyopnb.labels import collation_key, sort_levels
+
+    rng = random.Random(0)
+    for alphabet in ("0123456789abcdefghijklmnopqrstuvwxyz", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ", "019az"):
+        words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))) for _ in range(400)]
+        assert sort_levels(words) == sorted(set(words), key=collation_key)
+    mixed = ["b", "B", "a", "A", "a-b", "ab", "é", "e", "10", "9", "_x"]
+    assert sort_levels(mixed) == sorted(set(mixed), key=collation_key)
+    assert sort_levels(mixed) != sorted(set(mixed))  # where code points would be wrong, the collator decides

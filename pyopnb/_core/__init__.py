@@ -21,7 +21,8 @@ R's arithmetic, to R's bits:
     eigen       R's eigen: reference LAPACK's dsyevr, ported (reflapack.h)
     lbfgsb      R's optim L-BFGS-B
 
-Others: sort (argsorts), gaussian (OPGD's objective), testing (entry
-points for tests to pieces called from C only), common.pxd / alloc.h
-(scratch memory, OpenMP's thread numbers).
+Others: scratch (the one pool of scratch memory: every module's buffers,
+and the core's NumPy arrays inside ``scratch.arrays()``), sort (argsorts),
+gaussian (OPGD's objective), testing (entry points for tests to pieces
+called from C only), common.pxd / alloc.h (OpenMP's thread numbers).
 """
