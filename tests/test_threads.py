@@ -14,7 +14,7 @@ from pyopnb.objective import objective_and_gradient
 
 
 @pytest.fixture(autouse=True)
-def _cores(request, monkeypatch):
+def _sixty_four_cores(request, monkeypatch):
     """64 usable cores, so that counts above this machine's reach the core
     (the tests of the cap set their own)."""
     if "real_cores" not in request.keywords:

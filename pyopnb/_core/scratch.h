@@ -7,7 +7,7 @@
  * Which block a process frees first then decides whether every later
  * evaluation's scratch comes back from the heap or from fresh pages that
  * fault one at a time when touched: the order of a process's first calls
- * set the speed of the rest (up to 4x CPU time for small problems). Here a
+ * set the speed of the rest (4.5x the CPU time at n = 150). Here a
  * freed block of 32 KiB to 32 MiB is kept, by size class, for the next
  * request of its class, whatever came first; at most KEEP_MAX bytes are kept
  * idle, and scratch_release() hands them back.
