@@ -66,7 +66,7 @@ def timed(key, fn, count=False):
 
 
 evaluation.Evaluator._project = timed("project", evaluation.Evaluator._project)
-evaluation.Evaluator._evaluate_at = timed("evaluate", evaluation.Evaluator._evaluate_at, count=True)
+evaluation.Evaluator._evaluate = timed("evaluate", evaluation.Evaluator._evaluate, count=True)
 evaluation.Evaluator.order_columns = timed("order", evaluation.Evaluator.order_columns)
 linalg.crossprod_t = timed("crossprod", linalg.crossprod_t)
 V0 = {V0}

@@ -32,7 +32,6 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport exp, log, log1p, floor, INFINITY
-from libc.stdlib cimport free
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _max_threads

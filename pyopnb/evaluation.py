@@ -27,7 +27,7 @@ from ._core import colstats, linalg, project
 from ._core.evaluator import Evaluator as CoreEvaluator
 from ._core.grid import InterpGrid, RGrid
 from ._core.passes import ExactPasses, LinearPasses
-from ._core.scratch import arrays as scratch_arrays
+from ._core.scratch import pooled
 from .ksum import DEFAULT_BETA
 
 __all__ = ["Problem", "check_problem", "check_V", "Evaluator", "NormalisedEvaluator", "CoreEvaluator",
@@ -112,29 +112,29 @@ def check_V(V: Any, d: int) -> np.ndarray:
 # the compiled evaluations, with the kernel and grid every formulation uses
 # ---------------------------------------------------------------------------
 
+@pooled
 def exact_passes(problem: Problem, threads: int, squared_priors: bool = False) -> ExactPasses:
     """Exact sums; ``squared_priors`` for R's f_NB_exact value."""
-    with scratch_arrays():
-        return ExactPasses(problem.y0, problem.h, problem.PI, threads, DEFAULT_BETA, squared_priors)
+    return ExactPasses(problem.y0, problem.h, problem.PI, threads, DEFAULT_BETA, squared_priors)
 
 
+@pooled
 def linear_passes(problem: Problem, nbin: int, threads: int) -> LinearPasses:
     """The paper's binned value: linear binning, each point's densities
     summed from the binned weights, and its exact gradient."""
-    with scratch_arrays():
-        return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
+@pooled
 def r_grid(problem: Problem, nbin: int, threads: int) -> RGrid:
     """R's binned objective: f_NB_cpp's value and df_NB_cpp's gradient."""
-    with scratch_arrays():
-        return RGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    return RGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
+@pooled
 def interp_grid(problem: Problem, nbin: int, threads: int) -> InterpGrid:
     """The journal's binned objective: grid log densities interpolated at the points."""
-    with scratch_arrays():
-        return InterpGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    return InterpGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
 
 
 def greedy(ndim: int, values: Callable[[List[int], List[int]], Sequence[float]]) -> List[int]:
@@ -190,12 +190,8 @@ class Evaluator:
         self._Zt = project.project(self.problem.X, W, self.threads, out=self._Zt)
         return self._Zt
 
+    @pooled
     def _evaluate(self, V: Any, gradient: bool) -> Tuple[float, Optional[np.ndarray]]:
-        # the core's arrays come from its scratch pool (pyopnb._core.scratch)
-        with scratch_arrays():
-            return self._evaluate_at(V, gradient)
-
-    def _evaluate_at(self, V: Any, gradient: bool) -> Tuple[float, Optional[np.ndarray]]:
         Va = np.ascontiguousarray(V, dtype=np.float64)
         W, norms = self.directions(Va)
         Zt = self._project(W)
@@ -223,6 +219,7 @@ class Evaluator:
         assert G is not None
         return value, G
 
+    @pooled
     def order_columns(self, V: Any) -> List[int]:
         """R's column order: forward selection by l (lam = 0), ties to the
         first. Each step's values come from the core at V's own Z'."""
@@ -232,9 +229,7 @@ class Evaluator:
             self._evaluate(Va, False)
         Zt = self._Zt
         try:
-            with scratch_arrays():
-                return greedy(W.shape[1],
-                              lambda chosen, remaining: self.core.subset_values(Zt, chosen, remaining))
+            return greedy(W.shape[1], lambda chosen, remaining: self.core.subset_values(Zt, chosen, remaining))
         finally:
             # the subsets' evaluations may have moved the core's state off V
             self._at = None

@@ -102,3 +102,22 @@ def test_idle_memory_is_bounded():
     del blocks
     assert 0 < scratch.kept() <= scratch.LIMITS["keep_max"]
     scratch.release()
+
+
+def test_the_evaluators_arrays_come_from_the_pool():
+    """``pooled`` wraps the functions that make and run the core's
+    evaluations (pyopnb.evaluation): the arrays they make, the gradient
+    they hand back included, are the pool's; outside them NumPy's own."""
+    from pyopnb.objective import objective_and_gradient
+
+    @scratch.pooled
+    def make(n):
+        return np.empty(n)
+
+    assert make.__name__ == "make" and _handler_name(make(10)) == "pyopnb_scratch"
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(60, 4)), np.repeat([0, 1, 2], 20)
+    for nbin in (None, 50):
+        _, g = objective_and_gradient(rng.normal(size=(4, 2)), X, y, np.full(3, 1 / 3), np.full(3, 0.5), nbin=nbin)
+        assert _handler_name(g) == "pyopnb_scratch"
+    assert _handler_name(np.empty(10)) != "pyopnb_scratch"

@@ -5,6 +5,8 @@ modules' buffers and, inside :func:`arrays`, for the NumPy arrays the core
 makes. Without it glibc's malloc, whose thresholds move with the first large
 block a process frees, made the speed of every later call depend on which
 call came first."""
+import functools
+
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New
 
@@ -74,6 +76,17 @@ cdef class arrays:
         PyDataMem_SetHandler(self._previous)
         self._previous = None
         return False
+
+
+def pooled(fn):
+    """``fn`` with the NumPy arrays it makes taken from the pool (inside
+    :class:`arrays`): for the functions that make or run the core's
+    evaluations."""
+    @functools.wraps(fn)
+    def in_pool(*args, **kwargs):
+        with arrays():
+            return fn(*args, **kwargs)
+    return in_pool
 
 
 def release():

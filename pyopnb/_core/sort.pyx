@@ -6,7 +6,6 @@ counts cost more than sorting a few hundred keys). Both give the one stable
 order, so results do not depend on which runs."""
 import numpy as np
 from cython.parallel cimport prange
-from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
 from pyopnb._core.common cimport _thread_id
