@@ -227,12 +227,12 @@ def test_grid_tables_are_r_s_binned_objective(seed, n, ndim, K, nbin, groups, th
     tables = _grid.RGridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, threads)
     # a second Z through the same object: its buffers are reused, to the bit
     tables.update(rng.normal(size=(ndim, n)))
-    tables.value_and_posteriors(np.log(PI), True)
+    tables.value_and_posteriors(PI, True)
     tables.update(Zt)
-    v2, post2 = tables.value_and_posteriors(np.log(PI), True)
+    v2, post2 = tables.value_and_posteriors(PI, True)
     g2 = tables.gradient(post2)
     fresh = _grid.RGridTables(ndim, y, K, h, nbin, 1e-8, _BETA, True, 1).update(Zt)
-    v3, post3 = fresh.value_and_posteriors(np.log(PI), True)
+    v3, post3 = fresh.value_and_posteriors(PI, True)
     assert v3 == v2  # the threads change nothing
     np.testing.assert_array_equal(post3, post2)
     np.testing.assert_array_equal(fresh.gradient(post3), g2)
@@ -328,7 +328,7 @@ def test_grid_gradient_where_a_class_density_underflows(K):
     value, post, dZ, scale = naive_r_binned(Zt, y, PI, h, 200)
     tables = _grid.RGridTables(2, y, K, h, 200, 1e-8, _BETA, True, 2).update(Zt)
     assert np.any(tables.S_simple == 0.0)
-    v2, post2 = tables.value_and_posteriors(np.log(PI), True)
+    v2, post2 = tables.value_and_posteriors(PI, True)
     dZ2 = tables.gradient(post2)
     assert np.all(np.isfinite(dZ2))
     np.testing.assert_allclose(dZ2, dZ, rtol=1e-10, atol=1e-13 * scale)
@@ -384,24 +384,24 @@ def test_grid_subset_values_are_the_objective_of_the_subsets():
     V, X, y, PI = problem(5, n=300, d=6, ndim=5, K=4)
     p = check_problem(X, y, PI, np.ones(4))
     tables = grid_tables(_project.project(p.X, V, 2), p, 50, False, 2)
-    got = tables.subset_values([3, 1], [0, 2, 4], np.log(PI))
+    got = tables.subset_values([3, 1], [0, 2, 4], PI)
     want = [f_NB_cpp(V[:, [3, 1, j]], X, y, PI, np.ones(4), nbin=50) for j in (0, 2, 4)]
     np.testing.assert_allclose(got, want, rtol=1e-14)
-    assert tables.subset_values([], [2], np.log(PI))[0] == pytest.approx(
+    assert tables.subset_values([], [2], PI)[0] == pytest.approx(
         f_NB_cpp(V[:, [2]], X, y, PI, np.ones(4), nbin=50), rel=1e-14)
     # the candidates' scaled rows are kept for one update only: another V's
     V2 = V + 0.3 * np.random.default_rng(6).normal(size=V.shape)
     tables.update(_project.project(p.X, V2, 2))
-    got = tables.subset_values([3, 1], [0, 2, 4], np.log(PI))
+    got = tables.subset_values([3, 1], [0, 2, 4], PI)
     want = [f_NB_cpp(V2[:, [3, 1, j]], X, y, PI, np.ones(4), nbin=50) for j in (0, 2, 4)]
     np.testing.assert_allclose(got, want, rtol=1e-14)
     with pytest.raises(ValueError, match="column indices"):
-        tables.subset_values([5], [0], np.log(PI))
+        tables.subset_values([5], [0], PI)
     with pytest.raises(ValueError, match="without the gradient"):
         tables.gradient(np.zeros((300, 4)))
     with pytest.raises(ValueError, match="Zt must be"):
         tables.update(np.zeros((5, 10)))
-    with pytest.raises(ValueError, match="logprior must have K = 4"):
+    with pytest.raises(ValueError, match="PI must have K = 4"):
         tables.value_and_posteriors(np.zeros(3), False)
 
 
@@ -437,13 +437,13 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
     Zt = _project.project(p.X, V, 2)
     tables = grid_tables(Zt, p, 40, False, 2)
     logprior = np.log(PI)
-    plain = tables.subset_values([0], [1, 2, 3], logprior)
+    plain = tables.subset_values([0], [1, 2, 3], PI)
     np.testing.assert_allclose(plain, _direct_subset_values(tables, [0], [1, 2, 3], logprior, p.y0),
                                rtol=1e-13)
     # fresh tables, edited after their logs are made (asking for no candidate
     # makes them) and before any candidate's rows are scaled (once per update)
     tables = grid_tables(Zt, p, 40, False, 2)
-    assert tables.subset_values([0], [], logprior).size == 0
+    assert tables.subset_values([0], [], PI).size == 0
     T = tables.logS_lin.reshape(4, 40, 3)
     S = tables.S_lin.reshape(4, 40, 3)
     g = np.arange(40)
@@ -458,13 +458,13 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
     E = np.exp(E - E.max(axis=1, keepdims=True))
     s = (a * E).sum(axis=1)
     assert 0 < np.sum(s < 1e-250) < len(s)
-    got = tables.subset_values([0], [1, 2], logprior)
+    got = tables.subset_values([0], [1, 2], PI)
     want = _direct_subset_values(tables, [0], [1, 2], logprior, p.y0)
     assert np.all(np.isfinite(want))
     np.testing.assert_allclose(got, want, rtol=1e-13)
     if np.any(cells[3] == 5):
         with np.errstate(invalid="ignore"):
-            assert np.isnan(tables.subset_values([0], [3], logprior)[0])
+            assert np.isnan(tables.subset_values([0], [3], PI)[0])
 
 
 def test_r_column_statistics_are_long_double_sums_in_order():
@@ -507,6 +507,61 @@ def test_tiny_gradient_against_a_coarser_difference():
     np.testing.assert_allclose(g, num, rtol=1e-6)
 
 
+def _products_rows(rng, n):
+    """Class densities as running products (pr, acc) with every kind of row:
+    whole products, closed ones (acc != 0), a class density 0, a row's class
+    over 700 nats behind the others, and a row whose classes are all 0."""
+    pr = np.exp(rng.normal(size=(n, 3)) * 4)
+    acc = np.zeros((n, 3))
+    acc[5, 1] = -900.0  # a product closed far below the smallest double
+    acc[6, :] = [-750.0, -751.0, -749.5]  # every class closed: the row still has posteriors
+    pr[7, 2] = 0.0  # a class density 0 (its product closed at 0)
+    acc[7, 2] = -3.0
+    pr[8] = [1e-280, 1e280, 1.0]  # the second class wins by 1290 nats: a ratio below DBL_MIN
+    pr[9] = 0.0  # no class has density: -inf and NaN
+    acc[9] = -5.0
+    return pr, acc
+
+
+def _log_space(pr, acc, y, PI):
+    """The row terms and posteriors in log space, numpy's way."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lj = np.log(PI) + acc + np.log(pr)
+        lse = np.logaddexp.reduce(lj, axis=1)
+        return lj[np.arange(len(y)), y] - lse, np.exp(lj - lse[:, None])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_posteriors_from_products_are_the_log_space_ones(threads):
+    """product_posteriors combines whole products as they are and takes the
+    logs of the rest: either way the log-space numbers, row by row."""
+    from pyopnb._core import posteriors as _posteriors
+
+    rng = np.random.default_rng(3)
+    n = 57
+    pr, acc = _products_rows(rng, n)
+    y = rng.integers(0, 3, n).astype(np.intc)
+    y[7], y[8] = 2, 0  # the class of density 0; the class far behind
+    PI = np.array([0.2, 0.3, 0.5])
+    value, post = _posteriors.product_posteriors(pr, acc, y, PI, threads)
+    terms, expected = _log_space(pr, acc, y, PI)
+    assert np.isnan(value)  # row 9: 0 / 0
+    ok = np.isfinite(terms)
+    assert ok.sum() == n - 2
+    rows = np.array([_posteriors.product_posteriors(pr[i:i + 1], acc[i:i + 1], y[i:i + 1], PI, 1)[0]
+                     for i in range(n)])
+    assert np.isneginf(rows[7]) and np.isnan(rows[9])  # its own class's density 0; every class's
+    np.testing.assert_allclose(rows[ok], terms[ok], rtol=1e-13, atol=1e-13)
+    assert rows[8] == pytest.approx(np.log(0.2 * 1e-280) - np.log(0.3 * 1e280), rel=1e-14)
+    np.testing.assert_allclose(post[:9], expected[:9], rtol=1e-12, atol=1e-300)
+    assert post[7, 2] == 0.0 and np.isnan(post[9]).all()
+    np.testing.assert_allclose(post[:9].sum(axis=1), 1.0, rtol=1e-14)
+    with pytest.raises(ValueError, match="PI must have 3"):
+        _posteriors.product_posteriors(pr, acc, y, PI[:2], threads)
+    with pytest.raises(ValueError, match="acc must be"):
+        _posteriors.product_posteriors(pr, acc[:3], y, PI, threads)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_value_with_other_priors_comes_from_the_same_pass(threads):
     """R's exact value squares the priors and its gradient does not: one
@@ -515,17 +570,18 @@ def test_value_with_other_priors_comes_from_the_same_pass(threads):
     from pyopnb._core import posteriors as _posteriors
 
     rng = np.random.default_rng(3)
-    logf = rng.normal(size=(57, 3)) * 4
+    pr, acc = _products_rows(rng, 57)
+    pr[9], acc[9] = 1.0, 0.0
     y = rng.integers(0, 3, 57).astype(np.intc)
-    lp = np.log([0.2, 0.3, 0.5])
-    value, post = _posteriors.log_posteriors(logf, y, lp, threads, 2 * lp)
-    squared, _ = _posteriors.log_posteriors(logf, y, 2 * lp, threads)
-    plain, plain_post = _posteriors.log_posteriors(logf, y, lp, threads)
-    assert value == squared and value != plain
+    PI = np.array([0.2, 0.3, 0.5])
+    value, post = _posteriors.product_posteriors(pr, acc, y, PI, threads, PI * PI)
+    squared, _ = _posteriors.product_posteriors(pr, acc, y, PI * PI, threads)
+    plain, plain_post = _posteriors.product_posteriors(pr, acc, y, PI, threads)
+    assert np.isfinite(value) and value == squared and value != plain
     assert post.tobytes() == plain_post.tobytes()
     np.testing.assert_allclose(post.sum(axis=1), 1.0, rtol=1e-14)
-    with pytest.raises(ValueError, match="value_logprior must have 3"):
-        _posteriors.log_posteriors(logf, y, lp, threads, lp[:2])
+    with pytest.raises(ValueError, match="value_PI must have 3"):
+        _posteriors.product_posteriors(pr, acc, y, PI, threads, PI[:2])
 
 
 @pytest.mark.parametrize("mode, nbin", [("exact", 0), ("linear", 50)])
@@ -570,7 +626,7 @@ def test_r_binned_value_multiplies_the_tables_over_columns():
     h = np.ones(K)
     PI = np.bincount(y) / n
     tables = _grid.RGridTables(ndim, y, K, h, 60, 1e-8, _BETA, True, 2).update(Zt)
-    value, post = tables.value_and_posteriors(np.log(PI), True)
+    value, post = tables.value_and_posteriors(PI, True)
     cells = np.asarray(tables.cells)
     for S, got in ((tables.S_lin, None), (tables.S_simple, post)):
         S = S.reshape(ndim, 60, K)

@@ -3,6 +3,7 @@
 cdef class Evaluator:
     cdef readonly object y0         # int32 [n]: class codes 0..K-1
     cdef readonly object h          # [K]: each class's bandwidth
+    cdef readonly object PI         # [K]: the priors PI_k
     cdef readonly object logprior   # [K]: log PI_k, the C library's log
     cdef readonly int K
     cdef readonly Py_ssize_t n

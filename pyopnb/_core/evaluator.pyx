@@ -34,6 +34,7 @@ cdef class Evaluator:
         self.n = self.y0.shape[0]
         if self.n < 1 or self.K < 1:
             raise ValueError("need at least one point and one class")
+        self.PI = PIa
         self.logprior = c_log_array(PIa)
         self.threads = max(1, threads)
 

@@ -23,11 +23,12 @@ from pyopnb._core.common cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
-from pyopnb._core.posteriors cimport _row_posterior
+from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
+from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport Evaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
 from pyopnb._core.products cimport (pyopnb_copy_row, pyopnb_grad_point, pyopnb_log_products,
-                                    pyopnb_products_at_cells, pyopnb_products_start)
+                                    pyopnb_products_at_cells)
 
 cnp.import_array()
 
@@ -45,7 +46,7 @@ cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
 
 cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, const int* cell_of, Py_ssize_t n,
                              const Py_ssize_t[::1] cols):
-    """For _block_logf, as addresses in an intp array [3, ncol]: row 0 the
+    """For _block_products, as addresses in an intp array [3, ncol]: row 0 the
     columns cols' tables in T1 [ndim, TK], row 1 in T2 (NULL: none), row 2
     their cells in cell_of [ndim, n]."""
     cdef Py_ssize_t ncol = cols.shape[0], c
@@ -58,28 +59,23 @@ cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, 
     return out
 
 
-cdef void _block_logf(const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0, Py_ssize_t m,
-                      double* lf1, double* lf2, double* acc) noexcept nogil:
-    """lf1 (and lf2 where nset = 2) [m, K]: for the points i0..i0+m-1, the
-    log of the product over the columns (in order) of their density tables
-    at the points' cells (ptrs: _column_pointers'), as passes.pyx'
-    log_densities multiplies and logs (pyopnb_products); two tables at once
-    where nset = 2. acc: scratch [2 K]."""
+cdef void _block_products(const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0, Py_ssize_t m,
+                          double* pr1, double* pr2, double* acc1, double* acc2) noexcept nogil:
+    """pr1, acc1 (and pr2, acc2 where nset = 2) [m, K]: for the points
+    i0..i0+m-1, the product over the columns (in order) of their density
+    tables at the points' cells (ptrs: _column_pointers'), kept as
+    pyopnb_products keeps them, as passes.pyx's class_products; two tables
+    at once where nset = 2."""
     cdef double* pr[2]
     cdef double* ac[2]
     cdef Py_ssize_t j
-    cdef int q
-    ac[0] = acc
-    ac[1] = &acc[K]
     for j in range(m):
-        pr[0] = &lf1[j * K]
-        pr[1] = &lf2[j * K] if nset == 2 else NULL
-        for q in range(nset):
-            pyopnb_products_start(K, pr[q], ac[q])
+        pr[0] = &pr1[j * K]
+        ac[0] = &acc1[j * K]
+        pr[1] = &pr2[j * K] if nset == 2 else NULL
+        ac[1] = &acc2[j * K] if nset == 2 else NULL
         pyopnb_products_at_cells(<const double* const*> &ptrs[0, 0], <const int* const*> &ptrs[2, 0], ncol, K,
-                                 i0 + j, nset, <int> ptrs.shape[1], 0, pr, ac)
-        for q in range(nset):
-            pyopnb_log_products(K, pr[q], ac[q])
+                                 i0 + j, nset, True, <int> ptrs.shape[1], 0, pr, ac)
 
 
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
@@ -247,7 +243,7 @@ cdef class GridTables:
 
     For column t: the grid lo[t] + g delta[t] (g = 0..nbin-1) and tables
     [nbin * K] (entry g * K + k) of f with linear binning: R's as they are
-    (S_lin, multiplied over the columns at each point: _block_logf), the
+    (S_lin, multiplied over the columns at each point: _block_products), the
     journal's in logs (logS_lin, interpolated).
     ``update(Zt)`` builds them for a Z; the subclasses' methods are the
     passes over the points. One object serves all of a fit's evaluations, so
@@ -485,11 +481,11 @@ cdef class GridTables:
         _reduce_blocks(parts, self.nblk, self.TK)
         return sp
 
-    def _check_built(self, logprior=None):
+    def _check_built(self, PI=None):
         if self.Zt is None:
             raise ValueError("no tables yet: call update(Zt) first")
-        if logprior is not None and len(logprior) != self.wk.P.K:
-            raise ValueError(f"logprior must have K = {self.wk.P.K} entries, got {len(logprior)}")
+        if PI is not None and len(PI) != self.wk.P.K:
+            raise ValueError(f"PI must have K = {self.wk.P.K} entries, got {len(PI)}")
 
     def _gradient_out(self, const double[:, ::1] post, bint ready):
         """The gradient's output [ndim, n], kept between calls, after the
@@ -512,11 +508,12 @@ cdef class RGridTables(GridTables):
     derivative sums D with simple binning (df_NB_cpp), every point reading
     its column's tables at its grid point."""
 
-    def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
+    def value_and_posteriors(self, const double[::1] PI, bint posteriors):
         """(l with linear binning, posteriors [n, K] with simple binning or
-        None), each point's densities read at its grid point, as R's
-        f_NB_cpp and df_NB_cpp."""
-        self._check_built(logprior)
+        None) with priors PI, each point's densities read at its grid point,
+        as R's f_NB_cpp and df_NB_cpp, and combined from their products
+        (_row_posterior_products)."""
+        self._check_built(PI)
         if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
@@ -527,13 +524,15 @@ cdef class RGridTables(GridTables):
         post = self._post if posteriors else None
         terms = self._terms
         if self._vp_scratch is None:
-            # each thread's log densities for a block, linear and simple
-            # binning, and its products' closed logs (2 K), padded (threads
-            # writing neighbouring rows share cache lines); made once
-            self._vp_scratch = np.empty((nthr, 2 * B * K + 2 * K + 16))
+            # each thread's products for a block, linear and simple binning,
+            # their closed logs, and a row's logs, padded (threads writing
+            # neighbouring rows share cache lines); made once
+            self._vp_scratch = np.empty((nthr, 4 * B * K + K + 16))
             self._all_cols = np.arange(ndim, dtype=np.intp)
+        logprior = c_log_array(PI)
         cdef double* pp = _data_or_null(post)
         cdef double[::1] tv = terms
+        cdef const double[::1] lpv = logprior
         cdef double[:, ::1] av = self._vp_scratch
         cdef const Py_ssize_t[::1] colv = self._all_cols
         cdef const int* y = self.wk.P.y
@@ -550,12 +549,15 @@ cdef class RGridTables(GridTables):
                 i0 = b * B
                 m = min(B, n - i0)
                 lf = &av[tid, 0]
-                _block_logf(pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &av[tid, B * K], &av[tid, 2 * B * K])
+                _block_products(pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &lf[B * K], &lf[2 * B * K],
+                                &lf[3 * B * K])
                 for j in range(m):
-                    tv[i0 + j] = _row_posterior(&lf[j * K], &logprior[0], K, y[i0 + j], NULL)
+                    tv[i0 + j] = _row_posterior_products(&lf[j * K], &lf[(2 * B + j) * K], &PI[0], &lpv[0], K,
+                                                         y[i0 + j], NULL, True, &lf[4 * B * K])
                 if posteriors:
                     for j in range(m):
-                        _row_posterior(&av[tid, (B + j) * K], &logprior[0], K, y[i0 + j], &pp[(i0 + j) * K])
+                        _row_posterior_products(&lf[(B + j) * K], &lf[(3 * B + j) * K], &PI[0], &lpv[0], K,
+                                                y[i0 + j], &pp[(i0 + j) * K], False, &lf[4 * B * K])
             # summed in order, so that the value does not depend on the threads
             for i in range(n):
                 total = total + tv[i]
@@ -618,7 +620,7 @@ cdef class RGridTables(GridTables):
                 # the C library's exp: numpy's differs by SIMD level
                 E[t, e + k] = exp(L[t, e + k] - mx)
 
-    def subset_values(self, base, candidates, const double[::1] logprior):
+    def subset_values(self, base, candidates, const double[::1] PI):
         """l (linear binning) of the columns base + [j], for each j in candidates:
         objective_and_gradient(V[:, base + [j]]) up to rounding.
 
@@ -635,7 +637,8 @@ cdef class RGridTables(GridTables):
         point in different classes by over 575 nats) the point takes the
         direct log-sum-exp.
         """
-        self._check_built(logprior)
+        self._check_built(PI)
+        cdef const double[::1] logprior = c_log_array(PI)
         self._make_logs()
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
@@ -661,7 +664,7 @@ cdef class RGridTables(GridTables):
         cdef const double[:, ::1] Ev = self._cell_exps
         part = np.zeros((nblk, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
-        accs = np.empty((nthr, B * K + 2 * K + 16))
+        accs = np.empty((nthr, 2 * B * K + 16))
         aexp = np.empty((nthr, B * K))
         amax = np.empty((nthr, B))
         cdef double[:, ::1] pv = part
@@ -680,7 +683,8 @@ cdef class RGridTables(GridTables):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_logf(bp, nb, 1, K, i0, m, &av[tid, 0], NULL, &av[tid, B * K])
+                _block_products(bp, nb, 1, K, i0, m, &av[tid, 0], NULL, &av[tid, B * K], NULL)
+                pyopnb_log_products(m * K, &av[tid, 0], &av[tid, B * K])
                 for j in range(m):
                     ar = &xv[tid, j * K]
                     mx = -INFINITY
@@ -774,10 +778,11 @@ cdef class InterpGridTables(GridTables):
     grid point lies from a class) interpolated linearly at the points, and
     the exact derivative of that value."""
 
-    def value_and_posteriors(self, const double[::1] logprior, bint posteriors):
-        """(l, posteriors [n, K] or None) of the log densities interpolated
-        linearly between each point's two grid points."""
-        self._check_built(logprior)
+    def value_and_posteriors(self, const double[::1] PI, bint posteriors):
+        """(l, posteriors [n, K] or None) with priors PI, of the log densities
+        interpolated linearly between each point's two grid points."""
+        self._check_built(PI)
+        cdef const double[::1] logprior = c_log_array(PI)
         if posteriors and not self.has_gradient:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
@@ -972,7 +977,7 @@ cdef class _GridEvaluator(Evaluator):
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
         cdef GridTables tables = self._updated(Zt, gradient)
-        value, post = tables.value_and_posteriors(self.logprior, gradient)
+        value, post = tables.value_and_posteriors(self.PI, gradient)
         if not gradient:
             return float(value), None
         return float(value), tables.gradient(post)
@@ -991,7 +996,7 @@ cdef class RGrid(_GridEvaluator):
         cdef GridTables tables = self._tables.get(np.shape(Zt)[0])
         if tables is None or tables.Zt is None or not np.array_equal(tables.Zt, Zt):
             tables = self._updated(Zt, False)
-        return list(tables.subset_values(chosen, candidates, self.logprior))
+        return list(tables.subset_values(chosen, candidates, self.PI))
 
 
 cdef class InterpGrid(_GridEvaluator):

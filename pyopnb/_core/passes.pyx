@@ -27,7 +27,7 @@ from pyopnb._core.products cimport (pyopnb_grad_point, pyopnb_log_products, pyop
 from pyopnb._core.sort cimport _argsort_hinted
 from pyopnb._core.evaluator cimport Evaluator
 
-from pyopnb._core.posteriors import log_posteriors
+from pyopnb._core.posteriors import product_posteriors
 
 cnp.import_array()
 
@@ -205,7 +205,7 @@ cdef inline void _multiply_rows(const double** base, const Py_ssize_t** idx, int
         for q in range(ns):
             p[q] = &pr[(i + q) * K]
             a[q] = &acc[(i + q) * K]
-        pyopnb_products_at_rows(base, idx, w, K, i, ns, 0, 1, p, a)
+        pyopnb_products_at_rows(base, idx, w, K, i, ns, False, 0, 1, p, a)
         i = i + ns
 
 
@@ -498,10 +498,30 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                   int num_threads, ColumnScratch scratch=None):
     """logf[i, k] = log prod_t f_kt(z_it); Zt is [ndim, n]. ``scratch``: a ColumnScratch made for these arguments, kept between calls.
 
+    class_products' products, logged.
+    """
+    logf, acc = class_products(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
+    cdef double[:, ::1] lv = logf
+    cdef const double[:, ::1] av = acc
+    cdef Py_ssize_t m = lv.shape[0] * lv.shape[1]
+    if m:
+        with nogil:
+            _log_products(&lv[0, 0], &av[0, 0], m, max(1, num_threads))
+    return logf
+
+
+def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
+                   int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
+                   int num_threads, ColumnScratch scratch=None):
+    """(pr, acc) [n, K]: prod_t f_kt(z_it) = pr[i, k] exp(acc[i, k]) as
+    pyopnb_products keeps them (acc 0 where the product stayed in range);
+    Zt is [ndim, n]. ``scratch``: a ColumnScratch made for these arguments,
+    kept between calls.
+
     The columns go in waves (see _wave): each column of a wave is set up
     and summed on its own thread (the whole team when the wave has one
     column), then every thread multiplies the wave's densities into its
-    points' products (pyopnb_products: never an underflow), logged at the end.
+    points' products (pyopnb_products: never an underflow).
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
     cdef ColumnScratch wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
@@ -511,11 +531,11 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef bint keep = wk.keep
     cdef int bad = 0
     if ndim == 0 or n == 0:
-        return np.zeros((n, K))
-    # each point's class densities multiplied over the columns, logged once
-    logf = np.empty((n, K))
+        return np.ones((n, K)), np.zeros((n, K))
+    # each point's class densities multiplied over the columns
+    prods = np.empty((n, K))
     acc = np.empty((n, K))
-    cdef double* pr = <double*> cnp.PyArray_DATA(logf)
+    cdef double* pr = <double*> cnp.PyArray_DATA(prods)
     cdef double* ac = <double*> cnp.PyArray_DATA(acc)
     wk.kept = False
     with nogil:
@@ -530,12 +550,10 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             t0 = t0 + w
         if keep and not bad:
             memcpy(wk.Zkept, &Zt[0, 0], ndim * n * sizeof(double))
-        if not bad:
-            _log_products(pr, ac, n * K, nthr)
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
     wk.kept = keep
-    return logf
+    return prods, acc
 
 
 def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
@@ -594,7 +612,7 @@ cdef class _ColumnPasses(Evaluator):
     cdef readonly int mode
     cdef readonly Py_ssize_t nbin
     cdef readonly bint squared_priors
-    cdef object beta, value_logprior
+    cdef object beta, value_PI
     cdef double eps
 
     def __init__(self, y0, h, PI, int threads, int mode, Py_ssize_t nbin, const double[::1] beta, double eps,
@@ -605,13 +623,13 @@ cdef class _ColumnPasses(Evaluator):
         self.mode, self.nbin, self.eps = mode, nbin, eps
         self.beta = np.array(beta)
         self.squared_priors = squared_priors
-        self.value_logprior = 2 * self.logprior if squared_priors else None
+        self.value_PI = self.PI * self.PI if squared_priors else None
         self.scratch = ColumnScratch(self.y0, self.K, self.h, mode, nbin, eps, self.beta, self.threads)
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
-        logf = log_densities(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta, self.threads,
-                             self.scratch)
-        value, post = log_posteriors(logf, self.y0, self.logprior, self.threads, self.value_logprior)
+        pr, acc = class_products(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta,
+                                 self.threads, self.scratch)
+        value, post = product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI)
         if not gradient:
             return float(value), None
         return float(value), log_density_gradient(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, post,

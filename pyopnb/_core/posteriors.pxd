@@ -1,11 +1,15 @@
-# Posteriors and the likelihood's terms from class log densities (see posteriors.pyx).
+# Posteriors and the likelihood's terms from class densities (see posteriors.pyx).
+from libc.float cimport DBL_MAX, DBL_MIN
 from libc.math cimport exp, log, INFINITY
+
+cdef extern from "_core/products.h" nogil:
+    const double PYOPNB_PROD_HI
 
 
 cdef inline double _row_posterior(const double* logf, const double* logprior, int K, int y,
                                  double* post) noexcept nogil:
-    """One row of log_posteriors: the row's term of l, and (unless post is
-    NULL) its posteriors."""
+    """One row from its class log densities: the row's term of l, and
+    (unless post is NULL) its posteriors."""
     cdef int k
     cdef double mx = -INFINITY, ssum = 0.0, v, e
     for k in range(K):
@@ -23,3 +27,43 @@ cdef inline double _row_posterior(const double* logf, const double* logprior, in
         for k in range(K):
             post[k] = post[k] / ssum
     return logprior[y] + logf[y] - (mx + log(ssum))
+
+
+cdef inline double _row_posterior_products(const double* pr, const double* acc, const double* PI,
+                                           const double* logprior, int K, int y, double* post, bint term,
+                                           double* lf) noexcept nogil:
+    """One row from its class densities as pyopnb_products leaves them
+    (f_k = pr[k] exp(acc[k])): the row's term of l (when ``term``; else 0)
+    and (unless post is NULL) its posteriors.
+
+    Where every product stayed whole (acc 0) and each PI_k f_k is a normal
+    number, they are combined as they are: posteriors PI_k f_k / s and the
+    term log(PI_y f_y / s), s = sum_k PI_k f_k in class order. That is one
+    log a row and no exp, where the logs of the products and a log-sum-exp
+    took K logs, K - 1 exps and a log; and the posteriors round once, where
+    each went through a log and an exp. Otherwise (a product closed, a
+    density 0, inf or NaN) the row's logs go into lf [K] (scratch) and
+    through _row_posterior, which never underflows.
+    """
+    cdef int k
+    cdef double s = 0.0, q, r
+    cdef bint whole = True
+    for k in range(K):
+        q = PI[k] * pr[k]
+        # false for NaN; pr <= PYOPNB_PROD_HI keeps an inf out where acc is 0
+        whole = whole & (acc[k] == 0.0) & (q >= DBL_MIN) & (pr[k] <= PYOPNB_PROD_HI)
+        s = s + q
+    if whole and s <= DBL_MAX:
+        if post != NULL:
+            for k in range(K):
+                post[k] = PI[k] * pr[k] / s
+        if not term:
+            return 0.0
+        r = PI[y] * pr[y] / s
+        if r >= DBL_MIN:
+            return log(r)
+        # the class of the row is hundreds of nats behind: the ratio would lose digits
+        return log(PI[y] * pr[y]) - log(s)
+    for k in range(K):
+        lf[k] = acc[k] + log(pr[k])
+    return _row_posterior(lf, logprior, K, y, post)

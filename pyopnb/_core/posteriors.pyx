@@ -1,56 +1,66 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
 # distutils: language = c++
-"""Posteriors and the mean log-likelihood from class log densities: the one
-place where a row's classes are combined, for every evaluation, prediction
-and comparator (the C library's exp and log, as R's)."""
+"""Posteriors and the mean log-likelihood from class densities or their
+logs: the one place where a row's classes are combined, for every
+evaluation, prediction and comparator (the C library's exp and log, as
+R's)."""
 import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 
+from pyopnb._core.common cimport _thread_id
 
-def log_posteriors(const double[:, ::1] logf, const int[::1] y, const double[::1] logprior, int num_threads,
-                   value_logprior=None):
-    """(mean log-likelihood, posteriors [n, K]) from class log densities, one pass per row.
 
-    l = mean_i [logprior_{y_i} + logf_{i, y_i} - log sum_k exp(logprior_k + logf_ik)];
-    posteriors exp(logprior_k + logf_ik - that log-sum). A row whose classes
-    all have log density -inf gives -inf and NaN posteriors, as the formula does.
-    ``value_logprior``: l with these log priors instead (R's exact value,
-    whose priors are squared), the posteriors still with ``logprior``.
+def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const int[::1] y,
+                       const double[::1] PI, int num_threads, value_PI=None):
+    """(mean log-likelihood, posteriors [n, K]) from class densities kept as
+    running products (pr, acc [n, K], f_ik = pr_ik exp(acc_ik):
+    pyopnb_products'), one pass per row (_row_posterior_products).
+
+    l = mean_i log(PI_{y_i} f_{i, y_i} / sum_k PI_k f_ik); posteriors
+    PI_k f_ik / sum_j PI_j f_ij. A row whose own class has density 0 gives
+    -inf; one whose classes all have density 0 gives a NaN term and NaN
+    posteriors (0 / 0), as the formula does. ``value_PI``: l with
+    these priors instead (R's exact value, whose priors are squared), the
+    posteriors still with ``PI``.
     """
-    cdef Py_ssize_t n = logf.shape[0], i
-    cdef int K = logf.shape[1]
-    if logprior.shape[0] != K:
-        raise ValueError(f"logprior must have {K} entries, got {logprior.shape[0]}")
-    cdef const double[::1] vlp = logprior if value_logprior is None else value_logprior
-    if vlp.shape[0] != K:
-        raise ValueError(f"value_logprior must have {K} entries, got {vlp.shape[0]}")
-    cdef bint apart = value_logprior is not None
+    cdef Py_ssize_t n = pr.shape[0], i
+    cdef int K = pr.shape[1], k, tid, nthr = max(1, num_threads)
+    if acc.shape[0] != n or acc.shape[1] != K:
+        raise ValueError(f"acc must be ({n}, {K}), got ({acc.shape[0]}, {acc.shape[1]})")
+    if y.shape[0] != n:
+        raise ValueError(f"y must have {n} entries, got {y.shape[0]}")
+    if PI.shape[0] != K:
+        raise ValueError(f"PI must have {K} entries, got {PI.shape[0]}")
+    cdef const double[::1] vPI = PI if value_PI is None else value_PI
+    if vPI.shape[0] != K:
+        raise ValueError(f"value_PI must have {K} entries, got {vPI.shape[0]}")
+    cdef bint apart = value_PI is not None
+    # the priors' logs for rows whose products closed, the C library's log
+    lp = np.empty((2, K))
+    cdef double[:, ::1] lpv = lp
+    for k in range(K):
+        lpv[0, k] = log(PI[k])
+        lpv[1, k] = log(vPI[k])
     post = np.empty((n, K))
     terms = np.empty(n)
+    lf = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
     cdef double[:, ::1] pv = post
     cdef double[::1] tv = terms
+    cdef double[:, ::1] lfv = lf
     cdef double total = 0.0
     with nogil:
-        if num_threads <= 1:
-            for i in range(n):
-                tv[i] = _row_terms(&logf[i, 0], &logprior[0], &vlp[0], apart, K, y[i], &pv[i, 0])
-        else:
-            for i in prange(n, num_threads=num_threads, schedule="static"):
-                tv[i] = _row_terms(&logf[i, 0], &logprior[0], &vlp[0], apart, K, y[i], &pv[i, 0])
+        for i in prange(n, num_threads=nthr, schedule="static"):
+            tid = _thread_id()
+            tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &PI[0], &lpv[0, 0], K, y[i], &pv[i, 0],
+                                            not apart, &lfv[tid, 0])
+            if apart:
+                tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &vPI[0], &lpv[1, 0], K, y[i], NULL,
+                                                True, &lfv[tid, 0])
         # summed in order, so that the value does not depend on the threads
         for i in range(n):
             total = total + tv[i]
     return total / n, post
-
-
-cdef inline double _row_terms(const double* logf, const double* logprior, const double* vlp, bint apart,
-                              int K, int y, double* post) noexcept nogil:
-    """A row's term of l (with log priors vlp when apart) and its posteriors."""
-    cdef double term = _row_posterior(logf, logprior, K, y, post)
-    if apart:
-        return _row_posterior(logf, vlp, K, y, NULL)
-    return term
 
 
 def posteriors(const double[:, ::1] logjoint, int num_threads):

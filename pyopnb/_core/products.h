@@ -62,8 +62,10 @@ static inline __m128d pyopnb_pair_at(const double* row, int k, int two, double p
  * every time, so the same numbers as pyopnb_mul2 at each column. Otherwise
  * that pair goes again by pyopnb_mul2. The range test is in SSE2's own
  * terms: through the vector extension GCC moved each mask to integer
- * registers at every step. */
-template <int NS, class I>
+ * registers at every step. FRESH: the products start empty (pr = 1,
+ * acc = 0) and pr, acc are only written: read back as a pair, two scalar
+ * stores just made would stall the load. */
+template <int NS, bool FRESH, class I>
 static inline void pyopnb_products_n(const double* const* base, const I* const* idx, int nrow, int K,
                                      ptrdiff_t i, int base_step, int point_step, double* const* pr,
                                      double* const* acc) {
@@ -73,7 +75,7 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
         const int two = k + 1 < K;
         __m128d p0[NS], q[NS], in[NS];
         for (int j = 0; j < NS; ++j) {
-            p0[j] = q[j] = pyopnb_pair_at(pr[j], k, two, 1.0);
+            p0[j] = q[j] = FRESH ? _mm_set1_pd(1.0) : pyopnb_pair_at(pr[j], k, two, 1.0);
             in[j] = _mm_castsi128_pd(_mm_set1_epi32(-1));
         }
         for (int r = 0; r < nrow; ++r) {
@@ -85,11 +87,14 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
         for (int j = 0; j < NS; ++j) {
             pyopnb_v2d p = q[j];
             if (_mm_movemask_pd(in[j]) != 3) {
-                pyopnb_v2d a = pyopnb_pair_at(acc[j], k, two, 0.0);
+                pyopnb_v2d a = FRESH ? pyopnb_v2d{0.0, 0.0} : pyopnb_pair_at(acc[j], k, two, 0.0);
                 p = p0[j];
                 for (int r = 0; r < nrow; ++r) pyopnb_mul2(pyopnb_pair_at(PYOPNB_ROW(j, r), k, two, 1.0), &p, &a);
                 acc[j][k] = a[0];
                 if (two) acc[j][k + 1] = a[1];
+            } else if (FRESH) {
+                acc[j][k] = 0.0;
+                if (two) acc[j][k + 1] = 0.0;
             }
             pr[j][k] = p[0];
             if (two) pr[j][k + 1] = p[1];
@@ -98,28 +103,36 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
 #undef PYOPNB_ROW
 }
 
-/* pyopnb_products_n for nset = 1 or 2 products: tables read at the points'
- * grid cells (int), or at their rows (ptrdiff_t) */
+/* pyopnb_products_n for nset = 1 or 2 products, continued (fresh = 0) or
+ * started empty (fresh = 1): tables read at the points' grid cells (int),
+ * or at their rows (ptrdiff_t) */
 template <class I>
 static inline void pyopnb_products(const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i,
-                                   int nset, int base_step, int point_step, double* const* pr, double* const* acc) {
-    if (nset == 2) {
-        pyopnb_products_n<2, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+                                   int nset, int fresh, int base_step, int point_step, double* const* pr,
+                                   double* const* acc) {
+    if (fresh) {
+        if (nset == 2)
+            pyopnb_products_n<2, true, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+        else
+            pyopnb_products_n<1, true, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
     } else {
-        pyopnb_products_n<1, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+        if (nset == 2)
+            pyopnb_products_n<2, false, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+        else
+            pyopnb_products_n<1, false, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
     }
 }
 
 static inline void pyopnb_products_at_cells(const double* const* base, const int* const* idx, int nrow, int K,
-                                            ptrdiff_t i, int nset, int base_step, int point_step,
+                                            ptrdiff_t i, int nset, int fresh, int base_step, int point_step,
                                             double* const* pr, double* const* acc) {
-    pyopnb_products<int>(base, idx, nrow, K, i, nset, base_step, point_step, pr, acc);
+    pyopnb_products<int>(base, idx, nrow, K, i, nset, fresh, base_step, point_step, pr, acc);
 }
 
 static inline void pyopnb_products_at_rows(const double* const* base, const ptrdiff_t* const* idx, int nrow,
-                                           int K, ptrdiff_t i, int nset, int base_step, int point_step,
+                                           int K, ptrdiff_t i, int nset, int fresh, int base_step, int point_step,
                                            double* const* pr, double* const* acc) {
-    pyopnb_products<ptrdiff_t>(base, idx, nrow, K, i, nset, base_step, point_step, pr, acc);
+    pyopnb_products<ptrdiff_t>(base, idx, nrow, K, i, nset, fresh, base_step, point_step, pr, acc);
 }
 
 /* pr[k] = 1, acc[k] = 0 for k < n: empty products */

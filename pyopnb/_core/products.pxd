@@ -7,12 +7,13 @@ cdef extern from "_core/products.h" nogil:
     # running products over the columns, logged once (see products.h): nset (1
     # or 2) products continued through nrow columns, each a table read at the
     # points' grid cells or at their rows; empty products; the logs
+    # (started empty where fresh)
     void pyopnb_products_at_cells(const double* const* base, const int* const* idx, int nrow, int K,
-                                  Py_ssize_t i, int nset, int base_step, int point_step, double* const* pr,
-                                  double* const* acc)
+                                  Py_ssize_t i, int nset, bint fresh, int base_step, int point_step,
+                                  double* const* pr, double* const* acc)
     void pyopnb_products_at_rows(const double* const* base, const Py_ssize_t* const* idx, int nrow, int K,
-                                 Py_ssize_t i, int nset, int base_step, int point_step, double* const* pr,
-                                 double* const* acc)
+                                 Py_ssize_t i, int nset, bint fresh, int base_step, int point_step,
+                                 double* const* pr, double* const* acc)
     void pyopnb_products_start(Py_ssize_t n, double* pr, double* acc)
     void pyopnb_log_products(Py_ssize_t n, double* pr, const double* acc)
     # one point as an evaluation point in one column of the gradient

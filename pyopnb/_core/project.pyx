@@ -5,9 +5,13 @@ import numpy as np
 from cython.parallel cimport prange
 
 cdef extern from "_core/project.h" nogil:
-    # one row of Z' = (X V)' in R's summation order
-    void pyopnb_project_row(const double* x, Py_ssize_t p, const double* V, Py_ssize_t ndp,
-                            Py_ssize_t nd, double* zt, Py_ssize_t n)
+    # R rows of Z' = (X V)' in R's summation order
+    void pyopnb_project_rows(const double* x, int R, Py_ssize_t p, const double* V, Py_ssize_t ndp,
+                             Py_ssize_t nd, double* zt, Py_ssize_t n)
+
+
+# rows a call of pyopnb_project_rows takes: a multiple of every chunk's row count
+DEF _ROWS = 24
 
 
 def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out=None):
@@ -39,8 +43,9 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     cdef double[:, ::1] zt = Zt
     cdef const double* vp = &vc[0, 0] if p > 0 else NULL
     cdef const double* xp
+    cdef Py_ssize_t nblk = (n + _ROWS - 1) // _ROWS
     with nogil:
-        for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
-            xp = &X[i, 0] if p > 0 else NULL
-            pyopnb_project_row(xp, p, vp, ndp, nd, &zt[0, i], n)
+        for i in prange(nblk, num_threads=max(1, num_threads), schedule="static"):
+            xp = &X[i * _ROWS, 0] if p > 0 else NULL
+            pyopnb_project_rows(xp, <int> min(_ROWS, n - i * _ROWS), p, vp, ndp, nd, &zt[0, i * _ROWS], n)
     return Zt
