@@ -21,7 +21,8 @@ that name (:mod:`pyopnb.formulation`), whose evaluator computes it:
 
 A point's class densities are multiplied over the columns, each product
 logged before it could underflow (see _core/products.h), and the
-posteriors are combined in log space: no class density rounds to 0 in a
+posteriors combined from the products where they stayed in range, else in
+log space (_core/posteriors.pxd): no class density rounds to 0 in a
 product, and one that is 0 gives ``-inf``.
 """
 from __future__ import annotations

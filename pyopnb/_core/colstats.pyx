@@ -12,28 +12,37 @@ from libc.stdlib cimport malloc, calloc, free
 __all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms"]
 
 
+# rows _col_sums reads at a time
+DEF _SUM_ROWS = 256
+
+
 cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint square,
                     long double* s, int nthr) noexcept nogil:
     """s[j] = sum_i (X[i, j] - centre[j]) (squared if square), added in row
     order in long double; centre NULL for 0. Each thread takes a range of
-    columns and reads the rows in order, all its columns at once: a column's
-    sum is the same whoever adds it."""
-    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], i, j, j0, j1
+    columns and reads the rows in order, in blocks of rows that stay in
+    cache while each of its columns adds the block in a register: a
+    column's sum is the same whoever adds it."""
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], i, j, j0, j1, i0, i1
     cdef int part, nparts = <int> max(1, min(nthr, p))
-    cdef long double v
+    cdef long double v, t
     for part in prange(nparts, num_threads=nparts, schedule='static'):
         j0 = part * p // nparts
         j1 = (part + 1) * p // nparts
         for j in range(j0, j1):
             s[j] = 0.0
-        for i in range(n):
+        for i0 in range(0, n, _SUM_ROWS):
+            i1 = min(n, i0 + _SUM_ROWS)
             for j in range(j0, j1):
-                v = <long double> X[i, j]
-                if centre != NULL:
-                    v = v - centre[j]
-                if square:
-                    v = v * v
-                s[j] = s[j] + v
+                t = s[j]
+                for i in range(i0, i1):
+                    v = <long double> X[i, j]
+                    if centre != NULL:
+                        v = v - centre[j]
+                    if square:
+                        v = v * v
+                    t = t + v
+                s[j] = t
 
 
 def r_colmeans(const double[:, ::1] X, int num_threads):
@@ -85,6 +94,10 @@ def r_sd(const double[:, ::1] X, int num_threads):
     return np.sqrt(r_var(X, num_threads))
 
 
+# rows of deviations r_cov holds at a time
+DEF _COV_ROWS = 64
+
+
 def r_cov(const double[:, ::1] X, int num_threads):
     """R's cov(X) for a complete matrix, to the bit: each column's mean a
     long-double sum over n refined once (R's MEAN) and rounded to double;
@@ -104,9 +117,13 @@ def r_cov(const double[:, ::1] X, int num_threads):
     cdef Py_ssize_t* pi = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
     cdef Py_ssize_t* pj = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
     nparts = max(1, min(num_threads, npair))
-    cdef long double* devs = <long double*> malloc(nparts * d * sizeof(long double))
+    # each part's deviations for a block of rows: a pair's sum then stays in
+    # a register through the block (in memory it was stored and reloaded at
+    # every row), and still adds the rows in order
+    cdef long double* devs = <long double*> malloc(nparts * _COV_ROWS * d * sizeof(long double))
     cdef long double s, t
     cdef long double* dev
+    cdef Py_ssize_t k0, nb, a, b
     if m == NULL or acc == NULL or pi == NULL or pj == NULL or devs == NULL:
         free(m); free(acc); free(pi); free(pj); free(devs)
         raise MemoryError()
@@ -130,12 +147,19 @@ def r_cov(const double[:, ::1] X, int num_threads):
         for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
             a0 = part * npair // nparts
             a1 = (part + 1) * npair // nparts
-            dev = &devs[part * d]
-            for k in range(n):
-                for j in range(d):
-                    dev[j] = <long double> X[k, j] - <long double> m[j]
+            dev = &devs[part * _COV_ROWS * d]
+            for k0 in range(0, n, _COV_ROWS):
+                nb = min(<Py_ssize_t> _COV_ROWS, n - k0)
+                for k in range(nb):
+                    for j in range(d):
+                        dev[k * d + j] = <long double> X[k0 + k, j] - <long double> m[j]
                 for pr in range(a0, a1):
-                    acc[pr] = acc[pr] + dev[pi[pr]] * dev[pj[pr]]
+                    a = pi[pr]
+                    b = pj[pr]
+                    s = acc[pr]
+                    for k in range(nb):
+                        s = s + dev[k * d + a] * dev[k * d + b]
+                    acc[pr] = s
         for pr in range(npair):
             ov[pi[pr], pj[pr]] = <double> (acc[pr] / (n - 1))
             ov[pj[pr], pi[pr]] = ov[pi[pr], pj[pr]]

@@ -791,10 +791,13 @@ cdef class InterpGridTables(GridTables):
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
         post = self._post if posteriors else None
-        accs = np.empty((nthr, B * K + 16))
+        if self._vp_scratch is None:
+            # each thread's log densities for a block, padded (threads writing
+            # neighbouring rows share cache lines); made once
+            self._vp_scratch = np.empty((nthr, B * K + 16))
         cdef double* pp = _data_or_null(post)
         cdef double[::1] tv = self._terms
-        cdef double[:, ::1] av = accs
+        cdef double[:, ::1] av = self._vp_scratch
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
         cdef const double* Zp = _data_or_null(self.Zt)
