@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import exceptions
+from . import _threads, exceptions
 from ._validation import as_positive_scalar, check_lam, check_ndim, check_X, label_text
 from .fitting import OPNB, opnb_journal
 from .labels import factor_values
@@ -127,6 +127,16 @@ def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress
     return correct / total, notes
 
 
+def _fold_threads(threads: Optional[int], jobs_n: int, fit_kwargs: Dict[str, Any]) -> Optional[int]:
+    """The folds' fits' thread count into fit_kwargs: ``threads`` (checked
+    and capped once, here), else one per job when jobs run in processes
+    (each fit already spreads its columns over threads), else pyopnb's
+    default. Returns ``threads`` resolved, or None, for the refit."""
+    thr = None if threads is None else _threads.resolve(threads)
+    fit_kwargs["threads"] = thr if thr is not None or jobs_n == 1 else 1
+    return thr
+
+
 def OPNB_CV_lam(
     X: Any,
     y: Any,
@@ -144,6 +154,7 @@ def OPNB_CV_lam(
     correct: bool = False,
     maxit: int = 100,
     n_jobs: Optional[int] = None,
+    threads: Optional[int] = None,
     progress: bool = False,
     random_state: Any = 0,
     **kwargs: Any,
@@ -158,6 +169,9 @@ def OPNB_CV_lam(
     on ties) is refitted on the rows of all folds. ``n_jobs > 1`` runs the lam
     values in parallel processes through joblib (so any joblib backend, Dask
     included, can run them; R's name ``cores`` still works, deprecated).
+    ``threads``: each fit's OpenMP thread count, the refit's included
+    (default: pyopnb's, see the README); with ``n_jobs > 1`` each job's fits
+    take one thread unless ``threads`` is given.
     ``factor`` may be given by that name, as in R. ``maxit``: each fit's
     L-BFGS-B iteration limit. The inner fits' convergence warnings come as
     one, counted. ``progress=True`` draws a progress bar over lam values and
@@ -180,11 +194,10 @@ def OPNB_CV_lam(
     lams = lam0 * fac ** np.arange(int(nlam))
     jobs_n = _n_jobs(n_jobs, cores)
     fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct, maxit=maxit)
+    thr = _fold_threads(threads, jobs_n, fit_kwargs)
     if jobs_n > 1:
         from joblib import Parallel, delayed
 
-        # each fit already spreads its columns over threads: one thread per job
-        fit_kwargs["threads"] = 1
         bar = _Progress(len(lams), progress)
         acc = [None] * len(lams)
         jobs = Parallel(n_jobs=jobs_n, return_as="generator_unordered")(
@@ -205,7 +218,7 @@ def OPNB_CV_lam(
     acc = np.asarray(acc, dtype=float)
     best = int(np.argmax(acc))  # first of the maxima
     rows = np.concatenate(fl)
-    fit_kwargs.pop("threads", None)
+    fit_kwargs["threads"] = thr
     model: OPNBModel = OPNB(Xa[rows], labels[rows], lam=lams[best], **fit_kwargs)
     return {"model": model, "cv_stats": np.column_stack([lams, acc])}
 
@@ -244,6 +257,7 @@ def opnb_journal_cv(
     maxit: int = 100,
     n_jobs: Optional[int] = None,
     cores: Optional[int] = None,
+    threads: Optional[int] = None,
     random_state: Any = 0,
     progress: bool = False,
 ) -> Dict[str, Any]:
@@ -259,7 +273,9 @@ def opnb_journal_cv(
     paper's grid. The best pair (the first on ties: smaller gamma, then
     smaller ndim) is refitted on the rows of all folds. ``n_jobs > 1`` runs
     (gamma, fold) pairs in parallel processes through joblib, one thread per
-    fit (``cores``: deprecated). ``maxit``: each fit's L-BFGS-B iteration
+    fit unless ``threads`` is given (``cores``: deprecated). ``threads``:
+    each fit's OpenMP thread count, the refit's included (default:
+    pyopnb's, see the README). ``maxit``: each fit's L-BFGS-B iteration
     limit; the inner fits' convergence warnings come as one, counted.
 
     Returns ``{"model": OPNBModel, "gamma": float, "ndim": int,
@@ -273,6 +289,7 @@ def opnb_journal_cv(
     gammas = [as_positive_scalar(g, "gamma") for g in np.atleast_1d(gamma)]
     jobs_n = _n_jobs(n_jobs, cores)
     fit_kwargs: Dict[str, Any] = dict(nbin=nbin, prescale=prescale, maxit=maxit)
+    thr = _fold_threads(threads, jobs_n, fit_kwargs)
     pairs = [(g, j) for g in range(len(gammas)) for j in range(len(fl))]
     bar = _Progress(len(pairs), progress)
 
@@ -284,7 +301,6 @@ def opnb_journal_cv(
     if jobs_n > 1:
         from joblib import Parallel, delayed
 
-        fit_kwargs["threads"] = 1
         results = Parallel(n_jobs=jobs_n, return_as="generator_unordered")(delayed(job)(g, j) for g, j in pairs)
     else:
         results = (job(g, j) for g, j in pairs)
@@ -299,7 +315,7 @@ def opnb_journal_cv(
     acc = hits / sum(f.size for f in fl)
     gi, mi = np.unravel_index(int(np.argmax(acc)), acc.shape)  # first of the maxima, row-major
     rows = np.concatenate(fl)
-    fit_kwargs.pop("threads", None)
+    fit_kwargs["threads"] = thr
     model = opnb_journal(Xa[rows], labels[rows], ndim=ndims[mi], gamma=gammas[gi], **fit_kwargs)
     stats = np.array([[g, m, acc[a, b]] for a, g in enumerate(gammas) for b, m in enumerate(ndims)])
     return {"model": model, "gamma": gammas[gi], "ndim": ndims[mi], "cv_stats": stats}

@@ -88,3 +88,38 @@ def test_cv_over_gamma_and_ndim_by_the_greedy_path(pima):
         journal_bandwidths(r_standardise(pima.X_train)[2], codes, 2, a["gamma"])[0], rel=1e-12)
     with pytest.raises(ValueError, match="gamma must be a positive number"):
         opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=["x"])
+
+
+def test_cv_threads_reach_every_fit(pima, monkeypatch):
+    """threads= goes to each fold's fit and to the refit, and the bits do
+    not depend on it; a bad count is an error before any fit."""
+    import pyopnb.cv as cv
+
+    seen = []
+
+    def spy(real):
+        def fit(*args, **kwargs):
+            seen.append(kwargs.get("threads"))
+            return real(*args, **kwargs)
+        return fit
+
+    monkeypatch.setattr(cv, "OPNB", spy(cv.OPNB))
+    monkeypatch.setattr(cv, "opnb_journal", spy(cv.opnb_journal))
+    runs = {}
+    for threads in (1, 2, None):
+        seen.clear()
+        runs[threads] = OPNB_CV_lam(pima.X_train, pima.y_train, 3, nlam=2, ndim=2, nbin=None, threads=threads)
+        assert seen == [threads] * 7  # 2 lam x 3 folds, and the refit
+    np.testing.assert_array_equal(runs[1]["cv_stats"], runs[2]["cv_stats"])
+    np.testing.assert_array_equal(runs[1]["model"].V, runs[2]["model"].V)
+    seen.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[1.0], ndim=[1, 2], nbin=None, threads=2)
+    assert seen == [2] * 4  # one path fit a fold, and the refit
+    for bad in (0, -2, 1.5):
+        with pytest.raises(ValueError, match="threads"):
+            OPNB_CV_lam(pima.X_train, pima.y_train, 3, nlam=1, ndim=2, threads=bad)
+        with pytest.raises(ValueError, match="threads"):
+            opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[1.0], ndim=[1], threads=bad)
+    assert seen == [2] * 4
