@@ -110,6 +110,21 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
 # R's data scaling, start and penalty (R OPNB 1.0's steps 2-5)
 # ---------------------------------------------------------------------------
 
+def canonical_order(Xa: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The rows' order by class, then by the columns in turn, equal rows in
+    the order they came: ``np.lexsort`` over the codes and every column,
+    which takes a sort per column. Sorted by the class and the first column,
+    continuous data have no ties left, and the other columns are then read
+    only to find that out."""
+    if Xa.shape[1] == 0:
+        return np.argsort(codes, kind="stable")
+    order = np.lexsort((Xa[:, 0], codes))
+    c, x = codes[order], Xa[order, 0]
+    if Xa.shape[1] > 1 and np.any((c[1:] == c[:-1]) & (x[1:] == x[:-1])):
+        order = np.lexsort(np.vstack([Xa.T[::-1], codes[None, :]]))
+    return order
+
+
 def r_colmeans(X: np.ndarray, threads: Optional[int] = None) -> np.ndarray:
     """R's colMeans: each column summed left to right in long double, over n."""
     return colstats.r_colmeans(np.ascontiguousarray(X, dtype=np.float64), _threads.resolve(threads))
@@ -393,7 +408,7 @@ class JournalFormulation(Formulation):
         # such bits into another end point (a shuffled 1500 x 10 set ended
         # 7.6e-7 away in fval, its posteriors 0.003 apart). R's formulation
         # keeps the caller's order, as R sums in it.
-        order = np.lexsort(np.vstack([Xa.T[::-1], codes[None, :]]))
+        order = canonical_order(Xa, codes)
         Xa, codes = np.ascontiguousarray(Xa[order]), np.ascontiguousarray(codes[order])
         # the paper's protocol: each variable over its training sd (constant ones zeroed)
         mu, scales, Xs = r_standardise(Xa, True, names, thr)
