@@ -482,10 +482,15 @@ cdef class GridTables:
         return sp
 
     def _check_built(self, PI=None):
+        """After the checks every pass makes, the priors' logs (the C
+        library's log; None without PI), for the rows that go through logs."""
         if self.Zt is None:
             raise ValueError("no tables yet: call update(Zt) first")
-        if PI is not None and len(PI) != self.wk.P.K:
+        if PI is None:
+            return None
+        if len(PI) != self.wk.P.K:
             raise ValueError(f"PI must have K = {self.wk.P.K} entries, got {len(PI)}")
+        return c_log_array(PI)
 
     def _gradient_out(self, const double[:, ::1] post, bint ready):
         """The gradient's output [ndim, n], kept between calls, after the
@@ -513,7 +518,7 @@ cdef class RGridTables(GridTables):
         None) with priors PI, each point's densities read at its grid point,
         as R's f_NB_cpp and df_NB_cpp, and combined from their products
         (_row_posterior_products)."""
-        self._check_built(PI)
+        logprior = self._check_built(PI)
         if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
@@ -529,7 +534,6 @@ cdef class RGridTables(GridTables):
             # neighbouring rows share cache lines); made once
             self._vp_scratch = np.empty((nthr, 4 * B * K + K + 16))
             self._all_cols = np.arange(ndim, dtype=np.intp)
-        logprior = c_log_array(PI)
         cdef double* pp = _data_or_null(post)
         cdef double[::1] tv = terms
         cdef const double[::1] lpv = logprior
@@ -637,8 +641,7 @@ cdef class RGridTables(GridTables):
         point in different classes by over 575 nats) the point takes the
         direct log-sum-exp.
         """
-        self._check_built(PI)
-        cdef const double[::1] logprior = c_log_array(PI)
+        cdef const double[::1] logprior = self._check_built(PI)
         self._make_logs()
         bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
         ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
@@ -781,8 +784,7 @@ cdef class InterpGridTables(GridTables):
     def value_and_posteriors(self, const double[::1] PI, bint posteriors):
         """(l, posteriors [n, K] or None) with priors PI, of the log densities
         interpolated linearly between each point's two grid points."""
-        self._check_built(PI)
-        cdef const double[::1] logprior = c_log_array(PI)
+        cdef const double[::1] logprior = self._check_built(PI)
         if posteriors and not self.has_gradient:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
