@@ -24,5 +24,5 @@ R's arithmetic, to R's bits:
 Others: scratch (the one pool of scratch memory: every module's buffers,
 and the core's NumPy arrays inside ``scratch.arrays()``), sort (argsorts),
 gaussian (OPGD's objective), testing (entry points for tests to pieces
-called from C only), common.pxd / alloc.h (OpenMP's thread numbers).
+called from C only), common.pxd / threads.h (OpenMP's thread numbers).
 """

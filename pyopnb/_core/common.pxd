@@ -1,8 +1,8 @@
-# Declarations that the compiled modules share (alloc.h; this file has no module of its own;
+# Declarations that the compiled modules share (threads.h; this file has no module of its own;
 # scratch memory is scratch.pxd's).
 cimport numpy as cnp
 
-cdef extern from "_core/alloc.h" nogil:
+cdef extern from "_core/threads.h" nogil:
     int _thread_id()                # OpenMP's thread number (0 without OpenMP)
     int _max_threads()              # omp_get_max_threads() (1 without OpenMP)
 

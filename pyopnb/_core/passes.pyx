@@ -22,8 +22,7 @@ from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
-from pyopnb._core.products cimport (pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows,
-                                    pyopnb_products_start)
+from pyopnb._core.products cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows
 from pyopnb._core.sort cimport _argsort_hinted
 from pyopnb._core.evaluator cimport Evaluator
 
@@ -169,10 +168,11 @@ cdef void _column_sums(const Classes* P, Column* col, const double* z, const dou
 
 
 cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, double* acc,
-                           int nthr) noexcept nogil:
+                           bint fresh, int nthr) noexcept nogil:
     """The wave's columns' densities into each point's running products
-    pr, acc [n, K] (pyopnb_products), in column order whatever the waves and
-    threads. Points are independent: any split will do. -1: out of memory."""
+    pr, acc [n, K] (pyopnb_products; started empty where ``fresh``: the
+    first wave), in column order whatever the waves and threads. Points are
+    independent: any split will do. -1: out of memory."""
     cdef Py_ssize_t n = P.n
     cdef int b, c
     # the columns' sums and their rows, as pyopnb_products reads them
@@ -185,16 +185,16 @@ cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, do
         base[c] = cols[c].S
         idx[c] = cols[c].row
     if nthr == 1:
-        _multiply_rows(base, idx, w, P.K, pr, acc, 0, n)
+        _multiply_rows(base, idx, w, P.K, pr, acc, fresh, 0, n)
     else:
         for b in prange(nthr, num_threads=nthr, schedule='static'):
-            _multiply_rows(base, idx, w, P.K, pr, acc, b * n // nthr, (b + 1) * n // nthr)
+            _multiply_rows(base, idx, w, P.K, pr, acc, fresh, b * n // nthr, (b + 1) * n // nthr)
     free(base); free(idx)
     return 0
 
 
 cdef inline void _multiply_rows(const double** base, const Py_ssize_t** idx, int w, int K, double* pr, double* acc,
-                                Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
+                                bint fresh, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
     """Points i0..i1-1, two at a time (pyopnb_products: their chains overlap)."""
     cdef double* p[2]
     cdef double* a[2]
@@ -205,7 +205,7 @@ cdef inline void _multiply_rows(const double** base, const Py_ssize_t** idx, int
         for q in range(ns):
             p[q] = &pr[(i + q) * K]
             a[q] = &acc[(i + q) * K]
-        pyopnb_products_at_rows(base, idx, w, K, i, ns, False, 0, 1, p, a)
+        pyopnb_products_at_rows(base, idx, w, K, i, ns, fresh, 0, 1, p, a)
         i = i + ns
 
 
@@ -539,14 +539,13 @@ def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef double* ac = <double*> cnp.PyArray_DATA(acc)
     wk.kept = False
     with nogil:
-        pyopnb_products_start(n * K, pr, ac)
         t0 = 0
         while t0 < ndim and not bad:
             w = <int> min(W, ndim - t0)
             cols = wk.cols + (t0 if keep else 0)
             bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, keep, wk.hints, nthr)
             if not bad:
-                bad = _multiply_columns(P, cols, w, pr, ac, nthr)
+                bad = _multiply_columns(P, cols, w, pr, ac, t0 == 0, nthr)
             t0 = t0 + w
         if keep and not bad:
             memcpy(wk.Zkept, &Zt[0, 0], ndim * n * sizeof(double))

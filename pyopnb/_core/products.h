@@ -135,14 +135,6 @@ static inline void pyopnb_products_at_rows(const double* const* base, const ptrd
     pyopnb_products<ptrdiff_t>(base, idx, nrow, K, i, nset, fresh, base_step, point_step, pr, acc);
 }
 
-/* pr[k] = 1, acc[k] = 0 for k < n: empty products */
-static inline void pyopnb_products_start(ptrdiff_t n, double* pr, double* acc) {
-    for (ptrdiff_t k = 0; k < n; ++k) {
-        pr[k] = 1.0;
-        acc[k] = 0.0;
-    }
-}
-
 /* pr[k] = acc[k] + log(pr[k]) for k < n: the logs of the products kept by
  * pyopnb_products, in place */
 static inline void pyopnb_log_products(ptrdiff_t n, double* pr, const double* acc) {

@@ -1,6 +1,6 @@
 /* OpenMP's thread numbers, for the compiled modules (their scratch memory is scratch.h's). */
-#ifndef PYOPNB_ALLOC_H
-#define PYOPNB_ALLOC_H
+#ifndef PYOPNB_THREADS_H
+#define PYOPNB_THREADS_H
 
 #ifdef _OPENMP
 #include <omp.h>
