@@ -161,26 +161,79 @@ def OPNB_CV_lam(
 ) -> Dict[str, Any]:
     """Cross-validate the penalty over ``lam0 * factor^(i-1)``, i = 1..nlam, as R's ``OPNB_CV_lam``.
 
-    ``folds`` is a list of 0-based row-index arrays (R's are 1-based), or an
-    integer k for k stratified folds, shuffled with ``random_state`` (so the
-    same call gives the same folds). For each
-    lam, each fold is predicted by a model fitted on the other folds; accuracy
-    is the share of correct predictions over all folds. The best lam (the first
-    on ties) is refitted on the rows of all folds. ``n_jobs > 1`` runs the lam
-    values in parallel processes through joblib (so any joblib backend, Dask
-    included, can run them; R's name ``cores`` still works, deprecated).
-    ``threads``: each fit's OpenMP thread count, the refit's included
-    (default: pyopnb's, see the README); with ``n_jobs > 1`` each job's fits
-    take one thread unless ``threads`` is given.
-    ``factor`` may be given by that name, as in R. ``maxit``: each fit's
-    L-BFGS-B iteration limit. The inner fits' convergence warnings come as
-    one, counted. ``progress=True`` draws a progress bar over lam values and
-    folds on stderr. Every fit starts where R's does: by default from R's
-    start (``eigen(cov(Xs))``, to the bit), ``V0="R"`` computes it in R for
-    every fold, and a function ``V0(Xs, y, ndim)`` is called for every fold
-    (a matrix would be one start for different data).
+    For each lam, each fold is predicted by a model fitted on the other
+    folds; the accuracy is the share of correct predictions over all folds.
+    The best lam (the first on ties) is refitted on the rows of all folds.
+    Every fit starts where R's does: from R's start (``eigen(cov(Xs))``, to
+    the bit) by default; ``V0="R"`` computes it in R for every fold, and a
+    function ``V0`` is called for every fold (a matrix would be one start
+    for different data).
 
-    Returns ``{"model": OPNBModel, "cv_stats": (nlam, 2) array [lam, accuracy]}``.
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n, d)
+        The data, as in :func:`OPNB`.
+    y : array-like of shape (n,)
+        The labels, as in :func:`OPNB`.
+    folds : int or sequence of index arrays
+        An integer k for k stratified folds, shuffled with ``random_state``
+        (the same call gives the same folds), or a list of 0-based row-index
+        arrays (R's are 1-based).
+    nlam : int, default 10
+        How many values of lam.
+    lam0 : float, default 1e-4
+        The first value of lam.
+    factor_ : float, default 2.0
+        The ratio between successive values; ``factor=`` works too, as in R.
+    nbin : int or None, default 1000
+        Bins per projected column, or None for exact sums.
+    ndim : int, optional
+        Columns of V (default ``min(d, 20)``).
+    scale : bool, default True
+        Scale the columns to unit sd.
+    cores : int, optional
+        R's name for ``n_jobs``; deprecated.
+    V0 : None, "R", callable or ndarray, optional
+        The start of every fit, as in :func:`OPNB`.
+    C : callable, optional
+        The penalty matrix's function, as in :func:`OPNB`.
+    correct : bool, default False
+        Deprecated, as in :func:`OPNB`.
+    maxit : int, default 100
+        Each fit's L-BFGS-B iteration limit. The inner fits' convergence
+        warnings come as one, counted.
+    n_jobs : int, optional
+        Processes: more than 1 runs the lam values in parallel through
+        joblib (any joblib backend, Dask included).
+    threads : int, optional
+        Each fit's OpenMP thread count, the refit's included (default:
+        pyopnb's, as in :func:`OPNB`); with ``n_jobs > 1`` each job's fits
+        take one thread unless this is given.
+    progress : bool, default False
+        Draw a progress bar over lam values and folds on stderr.
+    random_state : int, RandomState or None, default 0
+        Seeds the folds when ``folds`` is an integer.
+    **kwargs
+        ``factor``, R's name for ``factor_``; anything else is an error.
+
+    Returns
+    -------
+    dict
+        ``"model"``: the :class:`OPNBModel` refitted at the best lam;
+        ``"cv_stats"``: an (nlam, 2) array of [lam, accuracy].
+
+    See Also
+    --------
+    OPNB : One fit.
+
+    Examples
+    --------
+    >>> from pyopnb import OPNB_CV_lam
+    >>> from pyopnb.datasets import load_pima
+    >>> d = load_pima()
+    >>> cv = OPNB_CV_lam(d.X_train, d.y_train, 3, nlam=2, ndim=2)
+    >>> cv["cv_stats"].shape
+    (2, 2)
     """
     if "factor" in kwargs:
         factor_ = kwargs.pop("factor")
@@ -263,23 +316,66 @@ def opnb_journal_cv(
 ) -> Dict[str, Any]:
     """Tune the journal formulation's gamma and ndim by cross-validated accuracy.
 
-    For each gamma and fold, ``path=True`` fits the largest ndim once and
-    predicts with its first m columns for every m (the columns are in greedy
-    order, so the first m are the fit's own choice of m columns): one fit per
-    gamma and fold instead of one per ndim. ``path=False`` refits at every
-    ndim (the paper's way; ``benchmarks/bench_journal.py`` compares the two).
-    ``folds``: an integer k (stratified, shuffled with ``random_state``) or
-    0-based index arrays. ``ndim`` defaults to 1..min(d, 20); ``gamma`` to the
-    paper's grid. The best pair (the first on ties: smaller gamma, then
-    smaller ndim) is refitted on the rows of all folds. ``n_jobs > 1`` runs
-    (gamma, fold) pairs in parallel processes through joblib, one thread per
-    fit unless ``threads`` is given (``cores``: deprecated). ``threads``:
-    each fit's OpenMP thread count, the refit's included (default:
-    pyopnb's, see the README). ``maxit``: each fit's L-BFGS-B iteration
-    limit; the inner fits' convergence warnings come as one, counted.
+    The best pair (the first on ties: the smaller gamma, then the smaller
+    ndim) is refitted on the rows of all folds.
 
-    Returns ``{"model": OPNBModel, "gamma": float, "ndim": int,
-    "cv_stats": (len(gamma) * len(ndim), 3) array [gamma, ndim, accuracy]}``.
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n, d)
+        The data, as in :func:`OPNB`.
+    y : array-like of shape (n,)
+        The labels, as in :func:`OPNB`.
+    folds : int or sequence of index arrays, default 5
+        An integer k (stratified, shuffled with ``random_state``) or 0-based
+        row-index arrays.
+    gamma : sequence of float, optional
+        Bandwidth multipliers; default the paper's grid, 1/3, 1/2, 1, 2, 3.
+    ndim : sequence of int, optional
+        Numbers of columns; default 1 to ``min(d, 20)``.
+    nbin : int or None, default 1000
+        Bins per projected column, or None for exact sums.
+    prescale : bool, default False
+        Multiply the scaled data by Sigma_W^(-1/2) first, as in
+        :func:`opnb_journal`.
+    path : bool, default True
+        For each gamma and fold, fit the largest ndim once and predict with
+        its first m columns for every m (the columns are in greedy order):
+        one fit per gamma and fold. False refits at every ndim, as the paper
+        did.
+    maxit : int, default 100
+        Each fit's L-BFGS-B iteration limit; the inner fits' convergence
+        warnings come as one, counted.
+    n_jobs : int, optional
+        Processes: more than 1 runs (gamma, fold) pairs in parallel through
+        joblib, one thread per fit unless ``threads`` is given.
+    cores : int, optional
+        Deprecated name of ``n_jobs``.
+    threads : int, optional
+        Each fit's OpenMP thread count, the refit's included.
+    random_state : int, RandomState or None, default 0
+        Seeds the folds when ``folds`` is an integer.
+    progress : bool, default False
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    dict
+        ``"model"`` (the refitted :class:`OPNBModel`), ``"gamma"`` and
+        ``"ndim"`` (the best pair) and ``"cv_stats"``, a
+        (len(gamma) * len(ndim), 3) array of [gamma, ndim, accuracy].
+
+    See Also
+    --------
+    opnb_journal : One fit.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from pyopnb import opnb_journal_cv
+    >>> X, y = load_iris(return_X_y=True)
+    >>> cv = opnb_journal_cv(X, y, 3, gamma=[0.5, 1.0], ndim=[1, 2])
+    >>> cv["cv_stats"].shape
+    (4, 3)
     """
     Xa, labels, fl = _cv_data(X, y, folds, random_state)
     d = Xa.shape[1]

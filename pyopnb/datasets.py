@@ -19,10 +19,23 @@ class Dataset(NamedTuple):
 
 
 def load_pima() -> Dataset:
-    """Pima Indians diabetes data as in R's MASS (Pima.tr: 200 rows, Pima.te: 332).
+    """The Pima Indians diabetes data as in R's MASS: ``Pima.tr`` (200 rows) and ``Pima.te`` (332).
 
-    Features: npreg, glu, bp, skin, bmi, ped, age; label ``type`` ("No"/"Yes").
-    MASS is distributed under GPL-2 | GPL-3.
+    The features are npreg, glu, bp, skin, bmi, ped and age; the label is
+    ``type`` ("No" or "Yes"). MASS is distributed under GPL-2 | GPL-3.
+
+    Returns
+    -------
+    Dataset
+        ``X_train``, ``y_train`` (Pima.tr), ``X_test``, ``y_test`` (Pima.te)
+        and ``feature_names``.
+
+    Examples
+    --------
+    >>> from pyopnb.datasets import load_pima
+    >>> d = load_pima()
+    >>> d.X_train.shape, d.X_test.shape
+    ((200, 7), (332, 7))
     """
     with resources.files("pyopnb").joinpath("data/pima.csv").open() as fh:
         rows = list(csv.reader(fh))

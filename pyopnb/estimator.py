@@ -37,7 +37,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     ----------
     ndim : int, optional
         Projection columns (default ``min(n_features, 20)``).
-    formulation : {"R", "correct", "journal"}, another registered name, or a Formulation
+    formulation : {"R", "correct", "journal"}, str or Formulation, default "R"
         ``"R"``: R OPNB 1.0's penalised formulation (:func:`pyopnb.OPNB`;
         ``lam``, ``scale`` and ``C`` apply). ``"correct"``: the same with
         the paper's objective (priors once). ``"journal"``: the method as
@@ -57,9 +57,9 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         Multiply the scaled data by Sigma_W^(-1/2) first (journal; default False).
     V0 : callable or array, optional
         The start, as in :func:`pyopnb.OPNB` (every formulation).
-    nbin : int or None
+    nbin : int or None, default 1000
         Bins per projected column; None for exact kernel sums.
-    maxit : int
+    maxit : int, default 100
         L-BFGS-B's iteration limit (R's optim ``maxit``, 100).
     threads : int, optional
         Threads for every parallel step of a fit (-1: every core). Default:
@@ -74,10 +74,16 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     Attributes
     ----------
     model_ : OPNBModel
-    formulation_ : the Formulation object fitted
+        The fitted model, with the estimator's labels and column names.
+    formulation_ : Formulation
+        The formulation object fitted.
     classes_ : ndarray of shape (n_classes,)
+        The labels, in the order of the posteriors' columns.
     n_features_in_ : int
-    feature_names_in_ : ndarray of str (when fitted on a DataFrame with string column names)
+        The number of training columns.
+    feature_names_in_ : ndarray of str
+        The training columns' names, when fitted on a DataFrame with string
+        column names.
     """
 
     def __init__(self, ndim: Optional[int] = None, lam: Optional[float] = None, nbin: Optional[int] = 1000,
@@ -116,7 +122,20 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         return formulation(name, **given)
 
     def fit(self, X: Any, y: Any) -> "OPNBClassifier":
-        """Fit the projection and the class densities."""
+        """Fit the projection and the class densities.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, n_features)
+            Training data; a DataFrame's column names are kept.
+        y : array-like of shape (n,)
+            Labels of any kind; a pandas Categorical keeps its order.
+
+        Returns
+        -------
+        OPNBClassifier
+            The fitted estimator.
+        """
         X, codes = fit_data(self, X, y)
         ndim = None if self.ndim is None else check_ndim(self.ndim, X.shape[1], "n_features")
         self.formulation_ = self._formulation()
@@ -139,29 +158,85 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         return predict(self.model_, X, log=True)
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Log posterior class probabilities, columns in ``classes_`` order."""
+        """Log posterior class probabilities, computed in log space.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, n_features)
+            New data; a DataFrame is matched to the training columns by name.
+
+        Returns
+        -------
+        ndarray of shape (m, n_classes)
+            Columns in ``classes_`` order.
+        """
         return self._predict(X)["log_posterior"]
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Posterior class probabilities, columns in ``classes_`` order."""
+        """Posterior class probabilities, from the log posteriors (no underflow).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, n_features)
+            New data; a DataFrame is matched to the training columns by name.
+
+        Returns
+        -------
+        ndarray of shape (m, n_classes)
+            Columns in ``classes_`` order; rows sum to 1.
+        """
         return self._predict(X)["posterior"]
 
     def predict(self, X: Any) -> np.ndarray:
-        """The class of largest posterior (the first on ties)."""
+        """The class of largest posterior (the first on ties).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, n_features)
+            New data; a DataFrame is matched to the training columns by name.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            Labels from ``classes_``.
+        """
         logp = self._predict(X)["log_posterior"]
         return self.classes_[np.argmax(logp, axis=1)]
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """The classes predicted with the first m columns of the projection,
-        m = 1, ..., ndim (each as ``predict`` of a model of m columns: the
-        greedy column order makes the first m the fit's own choice), so one
-        fit serves a search over ndim."""
+        """The classes predicted with the first m columns of the projection, m = 1, ..., ndim.
+
+        Each is ``predict`` of a model of m columns: the greedy column order
+        makes the first m the fit's own choice, so one fit serves a search over
+        ndim.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, n_features)
+            New data; a DataFrame is matched to the training columns by name.
+
+        Yields
+        ------
+        ndarray of shape (m,)
+            The classes with 1, 2, ... columns.
+        """
         X = self._validate_test(X)
         for logjoint in staged_log_joint(self.model_, X):
             yield self.classes_[np.argmax(logjoint, axis=1)]
 
     def transform(self, X: Any) -> np.ndarray:
-        """Projections ``(X - mu) @ V`` on the fitted columns (summed in R's order)."""
+        """Projections ``(X - mu) @ V`` on the fitted columns, summed in R's order.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, n_features)
+            New data; a DataFrame is matched to the training columns by name.
+
+        Returns
+        -------
+        ndarray of shape (m, ndim)
+            Named ``opnbclassifier0``, ... by ``get_feature_names_out``.
+        """
         X = self._validate_test(X)
         return projection(X, self.model_.mu, self.model_.V)
 

@@ -49,42 +49,84 @@ def OPNB(
 ) -> OPNBModel:
     """Fit an Optimal Projections Naive Bayes model, as R's ``OPNB()``.
 
-    Steps (R OPNB 1.0): labels to factor levels; centre by column means; divide
-    by column sds (n - 1; a column with sd < 1e-20 is zeroed) when ``scale``;
-    priors n_k / n; start V = the first ``ndim`` eigenvectors of cov, R's
-    ``eigen(cov(Xs))$vectors`` to the bit (or ``V0(Xs, y, ndim)``); bandwidth
-    1 for every class; maximise
-    ``l(V) - lam * pen(V)`` (pen = sum(V^2), or sum_t v_t' C(Xs, y) v_t) with
-    L-BFGS-B (memory 5, at most ``maxit`` iterations, factr 1e7, pgtol 0); order the
-    columns greedily by l; normalise columns (bandwidths h_k / ||v_t||) and
-    fold the scaling into V.
+    The steps of R's OPNB 1.0: the labels become factor levels; the columns
+    are centred by their means and, with ``scale``, divided by their sds
+    (n - 1; a column with sd < 1e-20 is zeroed); the priors are n_k / n; V
+    starts at the first ``ndim`` eigenvectors of the covariance, R's
+    ``eigen(cov(Xs))$vectors`` to the bit, signs included (or at ``V0``);
+    every class gets bandwidth 1; L-BFGS-B (memory 5, at most ``maxit``
+    iterations, factr 1e7, pgtol 0) maximises ``l(V) - lam * pen(V)``, with
+    pen = sum(V^2) or sum_t v_t' C(Xs, y) v_t; the columns are ordered
+    greedily by l and normalised (bandwidths h_k / ||v_t||), and the scaling
+    is folded into V.
 
     Parameters
     ----------
-    X : (n, d) array-like or DataFrame. y : (n,) labels of any kind.
-    ndim : columns of V, 1..d (default min(d, 20)). R fails at ndim = 1; we do not.
-    lam : penalty, >= 0. With lam = 0 (R accepts it) nothing bounds V's
+    X : array-like or DataFrame of shape (n, d)
+        The training data. A DataFrame's column names travel with the model,
+        and :func:`predict` matches a DataFrame's columns by them.
+    y : array-like of shape (n,)
+        Labels of any kind. Their levels sort as R's ``as.factor`` sorts
+        them, or in a pandas Categorical's own order.
+    ndim : int, optional
+        Columns of V, 1 to d (default ``min(d, 20)``). R fails at 1; pyopnb
+        does not.
+    lam : float, default 1e-3
+        The penalty's weight, >= 0. With 0 (R accepts it) nothing bounds V's
         scale: R's own fits then usually stop on a non-finite value in
-        FKSUM's sums and keep their start, with a warning; pyopnb's sums
-        stay finite and the fit goes on.
-    V0 : None (R's start), "R" (R's start computed by R through rpy2, for
-        an R whose LAPACK is not the reference one), a function
-        (Xs, y_codes, ndim) -> (d, ndim) with y_codes 1-based, or a
-        (d, ndim) matrix.
-    scale : scale columns to unit sd.
-    nbin : bins per projected column, or None for exact sums.
-    C : None or a function (Xs, y_codes) -> symmetric (d, d) penalty matrix.
-    correct : deprecated (FutureWarning): ``correct=True`` fits the "correct"
-        formulation, R's with the paper's objective (priors once); use
-        ``pyopnb.fitting.fit(X, y, CorrectFormulation(lam=...), ...)`` or
+        FKSUM's sums and keep their start, with a warning; pyopnb's sums stay
+        finite and the fit goes on.
+    V0 : None, "R", callable or ndarray of shape (d, ndim), optional
+        The start. None: R's. ``"R"``: R's start computed by R itself through
+        rpy2, for an R whose LAPACK is not the reference one. A function
+        ``V0(Xs, y_codes, ndim)`` returning a (d, ndim) matrix (``y_codes``
+        1-based, as R's), or the matrix itself.
+    scale : bool, default True
+        Scale the columns to unit sd.
+    nbin : int or None, default 1000
+        Bins per projected column, or None for exact kernel sums.
+    C : callable, optional
+        ``C(Xs, y_codes)`` returning a symmetric (d, d) penalty matrix; None
+        penalises sum(V^2).
+    correct : bool, default False
+        Deprecated (FutureWarning): True fits the "correct" formulation, R's
+        with the paper's objective (priors counted once). Use
+        ``pyopnb.fitting.fit(X, y, CorrectFormulation(lam=...))`` or
         ``OPNBClassifier(formulation="correct")``.
-    maxit : L-BFGS-B's iteration limit (R's optim control ``maxit``, 100).
-        A fit that reaches it ends with convergence code 1 and warns.
-    threads : threads for every parallel step (default: ``PYOPNB_NUM_THREADS``,
-        else OpenMP's setting, ``OMP_NUM_THREADS`` or threadpoolctl's, else
-        every core this process may use; -1: every core). Results do not
+    maxit : int, default 100
+        L-BFGS-B's iteration limit (R's ``optim`` control ``maxit``). A fit
+        that reaches it ends with convergence code 1 and warns.
+    threads : int, optional
+        Threads for every parallel step: default ``PYOPNB_NUM_THREADS``, else
+        OpenMP's setting (``OMP_NUM_THREADS`` or threadpoolctl's), else every
+        core this process may use; -1 is every core. The result does not
         depend on it.
-    callback : called after each L-BFGS iteration with (iteration, objective, gradient norm).
+    callback : callable, optional
+        Called after each L-BFGS-B iteration with (iteration, objective,
+        gradient norm).
+
+    Returns
+    -------
+    OPNBModel
+        R's fields (``V``, ``h``, ``PI``, ``mu``, ``scales``, ``ynames``,
+        ``fval``, ...) and the convergence code.
+
+    See Also
+    --------
+    predict : Posteriors and classes of new data.
+    OPNB_CV_lam : Tune ``lam`` by cross-validation.
+    opnb_journal : The journal paper's formulation.
+
+    Examples
+    --------
+    >>> from pyopnb import OPNB, predict
+    >>> from pyopnb.datasets import load_pima
+    >>> d = load_pima()
+    >>> model = OPNB(d.X_train, d.y_train, ndim=2)
+    >>> model.V.shape
+    (7, 2)
+    >>> predict(model, d.X_test)["class"][:3].tolist()
+    ['Yes', 'No', 'No']
     """
     if correct:
         warnings.warn("OPNB(correct=True) is deprecated: use pyopnb.fitting.fit(X, y, CorrectFormulation(...)) or "
@@ -109,34 +151,65 @@ def opnb_journal(
     """Fit OPNB as published (the journal version of the paper).
 
     Each variable is centred and divided by its training sd (constant ones
-    zeroed); with ``prescale`` the data are then multiplied by
-    Sigma_W^(-1/2), the pooled within-class covariance's inverse square root
+    zeroed); with ``prescale`` the data are then multiplied by Sigma_W^(-1/2),
+    the pooled within-class covariance's inverse square root
     (pseudo-inverse where singular). Class k gets the bandwidth
     h_k = 0.54 gamma (trace(Sigma_k)/p)^(1/2) n_k^(-1/5) on every projected
-    column. L-BFGS-B (as :func:`OPNB`) maximises the mean log-likelihood at
-    V with unit-norm columns (priors once, no penalty; exact sums with
-    ``nbin=None``, else linear binning with densities at the points, and
-    its exact gradient), from LDA's discriminant directions completed by
-    principal components (or ``V0``). Columns are then ordered greedily by
-    the same objective, as R orders its own.
-
-    Returns an :class:`OPNBModel` that :func:`predict`, :func:`pyopnb.plot.plot`,
-    :func:`pyopnb.write_rds` (and R's ``predict.OPNB``) and the command line
-    take as they are: V maps raw data, ``h[k, t]`` = h_k (V's columns have
-    unit norm in the scaled data), ``lam`` = 0, ``fval`` the mean
-    log-likelihood.
+    column. L-BFGS-B (as in :func:`OPNB`) maximises the mean log-likelihood
+    at V with unit-norm columns (priors once, no penalty; exact sums with
+    ``nbin=None``, else linear binning with densities at the points, and its
+    exact gradient), from LDA's discriminant directions completed by
+    principal components (or ``V0``). The columns are then ordered greedily
+    by the same objective, as R orders its own.
 
     Parameters
     ----------
-    X, y : data and labels, as :func:`OPNB`. ndim : columns, 1..d (default min(d, 20)).
-    gamma : bandwidth multiplier > 0 (the paper's grid: 1/3, 1/2, 1, 2, 3).
-    nbin : bins per projected column, or None for exact sums.
-    prescale : multiply the scaled data by Sigma_W^(-1/2) first.
-    V0 : None (LDA start), a (d, ndim) matrix or a function (Xs, y_codes, ndim).
+    X : array-like or DataFrame of shape (n, d)
+        The training data, as in :func:`OPNB`.
+    y : array-like of shape (n,)
+        Labels of any kind, as in :func:`OPNB`.
+    ndim : int, optional
+        Columns of V, 1 to d (default ``min(d, 20)``).
+    gamma : float, default 1.0
+        Bandwidth multiplier, > 0 (the paper's grid: 1/3, 1/2, 1, 2, 3).
+    nbin : int or None, default 1000
+        Bins per projected column, or None for exact sums.
+    prescale : bool, default False
+        Multiply the scaled data by Sigma_W^(-1/2) first (the paper's remedy
+        for Hill-Valley-like data).
+    V0 : None, callable or ndarray of shape (d, ndim), optional
+        None: LDA's start. A matrix, or a function ``V0(Xs, y_codes, ndim)``.
         The fit reads the rows in one canonical order (by class, then by
         value), so that it does not depend on the order they come in; a
-        V0 function is given them in that order.
-    maxit, threads, callback : as :func:`OPNB`.
+        function is given them in that order.
+    maxit : int, default 100
+        L-BFGS-B's iteration limit, as in :func:`OPNB`.
+    threads : int, optional
+        Threads, as in :func:`OPNB`; the result does not depend on it.
+    callback : callable, optional
+        Called after each iteration, as in :func:`OPNB`.
+
+    Returns
+    -------
+    OPNBModel
+        A model that :func:`predict`, :func:`plot`, :func:`write_rds` (and
+        R's ``predict.OPNB``) and the command line take as they are: V maps
+        raw data, ``h[k, t]`` = h_k (V's columns have unit norm in the scaled
+        data), ``lam`` = 0 and ``fval`` the mean log-likelihood.
+
+    See Also
+    --------
+    opnb_journal_cv : Tune gamma and ndim by cross-validation.
+    OPNB : R's penalised formulation.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from pyopnb import opnb_journal
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = opnb_journal(X, y, ndim=2, gamma=1.0)
+    >>> model.h.shape
+    (3, 2)
     """
     form = JournalFormulation(gamma=gamma, prescale=prescale, V0=V0)
     return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback,

@@ -39,7 +39,24 @@ def _as_beta(beta: Any) -> np.ndarray:
 
 
 def kernel_integral(beta: Sequence[float] = DEFAULT_BETA) -> float:
-    """Integral of the kernel over the real line: ``2 * sum_k beta_k k!``."""
+    """The integral of FKSUM's kernel over the real line: ``2 * sum_k beta_k k!``.
+
+    Parameters
+    ----------
+    beta : sequence of float, default (1/4, 1/4)
+        The kernel's coefficients, as in :func:`fk_sum`.
+
+    Returns
+    -------
+    float
+        The integral (1 for the default kernel).
+
+    Examples
+    --------
+    >>> from pyopnb import kernel_integral
+    >>> kernel_integral()
+    1.0
+    """
     b = _as_beta(beta)
     fact = np.cumprod(np.r_[1.0, np.arange(1, b.size)])
     return float(2.0 * np.sum(b * fact))

@@ -28,29 +28,55 @@ CONVERGENCE = {0: "converged", 1: "iteration limit reached", 52: "line search fa
 class OPNBModel:
     """A fitted OPNB model with R's fields and meanings.
 
-    V : (d, ndim) projection for raw data: projections are ``(X - mu) @ V``.
-    X : (n, d) raw training data. y : (n,) class codes 1..K: R's field, as R
-        keeps it (1-based); ``y0`` gives the 0-based codes that the rest of
-        pyopnb takes.
-    PI : (K,) priors. h : (K, ndim) bandwidths. nc : K. mu : (d,) column means.
-    scales : (d,) column multipliers (1/sd, 0 for constant columns, 1 if not
-    scaled). ynames : (K,) class labels. lam : penalty. fval : objective at V.
-    Fields read as attributes (``m.V``) or items (``m["V"]``).
+    The fields read as attributes (``m.V``) or items (``m["V"]``), as R's
+    list does; :func:`OPNB`, :func:`opnb_journal` and the readers of model
+    files make them.
 
-    Beyond R's fields:
-
-    feature_names : the training columns' names (a DataFrame's, or the
+    Parameters
+    ----------
+    V : ndarray of shape (d, ndim)
+        The projection of raw data: projections are ``(X - mu) @ V``.
+    X : ndarray of shape (n, d)
+        The raw training data.
+    y : ndarray of shape (n,)
+        Class codes 1..K, as R keeps them (1-based); :attr:`y0` gives the
+        0-based codes that the rest of pyopnb takes.
+    PI : ndarray of shape (K,)
+        The priors.
+    h : ndarray of shape (K, ndim)
+        The bandwidths, per class and column.
+    nc : int
+        K, the number of classes.
+    mu : ndarray of shape (d,)
+        The column means.
+    scales : ndarray of shape (d,)
+        Column multipliers: 1/sd, 0 for constant columns, 1 if not scaled.
+    ynames : ndarray of shape (K,)
+        The class labels, in the order of the codes.
+    lam : float
+        The penalty.
+    fval : float
+        The objective at V.
+    feature_names : tuple of str, optional
+        Beyond R's fields: the training columns' names (a DataFrame's, or the
         command line's), or None. Test data with names is matched to them by
         name, in any order.
-    convergence : L-BFGS-B's outcome, in R's ``optim`` codes: 0 converged;
-        1 stopped at the iteration limit (``maxit``, 100 as R's); 52 the
-        line search failed, which is the normal end of R's binned objective
-        (its gradient is not the derivative of its binned value) and
-        elsewhere means the last V may not be a local optimum. None for a
-        model that R saved (R does not keep it). A fit whose outcome is not
-        its formulation's normal one warns (:class:`pyopnb.ConvergenceWarning`).
-    target : the name of the label column the command line trained on, or
-        None; a test file that still holds it is read without it.
+    convergence : int, optional
+        L-BFGS-B's outcome in R's ``optim`` codes: 0 converged; 1 stopped at
+        the iteration limit (``maxit``); 52 the line search failed, which is
+        the normal end of R's binned objective (its gradient is not the
+        derivative of its binned value) and elsewhere means the last V may
+        not be a local optimum. None for a model that R saved (R does not
+        keep it). A fit whose outcome is not its formulation's normal one
+        warns (:class:`pyopnb.ConvergenceWarning`).
+    target : str, optional
+        The name of the label column the command line trained on, or None; a
+        test file that still holds it is read without it.
+
+    See Also
+    --------
+    predict : Posteriors and classes of new data.
+    write_rds : Save the model for R.
     """
 
     V: np.ndarray
@@ -76,21 +102,50 @@ class OPNBModel:
         return getattr(self, key)
 
     def keys(self) -> Tuple[str, ...]:
-        """R's field names."""
+        """R's field names.
+
+        Returns
+        -------
+        tuple of str
+            The names ``m[name]`` accepts.
+        """
         return tuple(f.name for f in fields(self) if f.name not in self._EXTRA)
 
     @property
     def ndim(self) -> int:
+        """The number of columns of V.
+
+        Returns
+        -------
+        int
+            ``V.shape[1]``.
+        """
         return self.V.shape[1]
 
     @property
     def y0(self) -> np.ndarray:
-        """The training labels as 0-based class codes (``y - 1``), as
-        pyopnb's functions take them."""
+        """The training labels as 0-based class codes (``y - 1``).
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The codes pyopnb's functions take.
+        """
         return np.asarray(self.y, dtype=np.int64) - 1
 
     def project(self, X: Any) -> np.ndarray:
-        """Projections ``(X - mu) @ V`` of raw data (summed in R's order)."""
+        """Project raw data: ``(X - mu) @ V``, summed in R's order.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, d)
+            Raw data, matched by name as in :func:`predict`.
+
+        Returns
+        -------
+        ndarray of shape (m, ndim)
+            The projections.
+        """
         Xa = check_X(X, "Xte", self.V.shape[0], self.feature_names)
         return projection(Xa, self.mu, self.V)
 
@@ -141,16 +196,40 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
             threads: Optional[int] = None) -> Dict[str, np.ndarray]:
     """Posterior class probabilities and classes for new data, as R's ``predict.OPNB``.
 
-    R multiplies the class densities of the columns; a product that underflows
-    (or is not positive) becomes machine epsilon, so far-away points get a
-    uniform posterior and the first class (a defect of R's OPNB 1.0). ``log=True`` sums
-    log densities instead (computed in log space, never underflowing) and also
-    returns ``log_posterior``.
+    R multiplies the class densities of the columns; a product that
+    underflows (or is not positive) becomes machine epsilon, so far-away
+    points get a uniform posterior and the first class (a defect of R's
+    OPNB 1.0, kept for R's numbers; such rows warn). ``log=True`` sums log
+    densities instead, never underflowing.
 
-    ``threads``: as everywhere (:func:`pyopnb.OPNB`); the numbers do not
-    depend on it.
+    Parameters
+    ----------
+    model : OPNBModel
+        A fitted model, pyopnb's or R's (:func:`read_rds`).
+    Xte : array-like or DataFrame of shape (m, d)
+        New data. A DataFrame is matched to the training columns by name; a
+        missing or extra column is an error that names it.
+    ndim : int, optional
+        Use the first ``ndim`` columns of V (default all).
+    log : bool, default False
+        Compute in log space, and return ``log_posterior`` too.
+    threads : int, optional
+        Threads, as in :func:`OPNB`; the numbers do not depend on it.
 
-    Returns a dict with ``posterior`` (m, K) and ``class`` (m,) of labels.
+    Returns
+    -------
+    dict
+        ``"posterior"``, an (m, K) array; ``"class"``, the (m,) labels; with
+        ``log=True`` also ``"log_posterior"``.
+
+    Examples
+    --------
+    >>> from pyopnb import OPNB, predict
+    >>> from pyopnb.datasets import load_pima
+    >>> d = load_pima()
+    >>> out = predict(OPNB(d.X_train, d.y_train, ndim=2), d.X_test, log=True)
+    >>> sorted(out)
+    ['class', 'log_posterior', 'posterior']
     """
     return _predict(check_model(model), Xte, ndim, log, _threads.resolve(threads))
 

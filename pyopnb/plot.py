@@ -1,7 +1,7 @@
 """R's ``plot.OPNB``: training projections, decision boundaries and test points."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -9,6 +9,9 @@ from ._core.linalg import c_log_array
 from ._validation import check_X, label_text
 from .model import OPNBModel, check_model, projection
 from .naive_bayes import class_log_densities
+
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn
+    from matplotlib.axes import Axes
 
 __all__ = ["plot", "class_styles"]
 
@@ -74,25 +77,55 @@ def plot(
     ax: Optional[Any] = None,
     *,
     yte: Any = None,
-):
-    """Plot a fitted model on two of its projection columns, as R's ``plot.OPNB``.
+) -> Axes:
+    """Plot a fitted model on its projection, as R's ``plot.OPNB``.
 
     Training points by class (colour and marker), the decision boundaries of
-    the two-column model (where a class's posterior equals the largest other)
-    on a 50 x 50 grid spanning each axis' range widened by half its sd,
-    optional translucent class regions (``add_cols``, on a 400 x 400 grid
-    drawn as an image, so that their edges are crisp), and test points as
-    small black dots, or, given their labels ``yte``, as hollow markers in
-    their true class's style. ``dims`` are 1-based, as in R (default (1, 2),
-    or (1,) for a one-column model); the bandwidths
-    are those of the columns shown (R uses columns 1 and 2 whatever ``dims``
-    says).
+    the two-column model (where a class's posterior equals the largest
+    other) on a 50 x 50 grid spanning each axis' range widened by half its
+    sd, optional translucent class regions, and test points as small black
+    dots, or, given their labels ``yte``, as hollow markers in their true
+    class's style. The bandwidths are those of the columns shown (R uses
+    columns 1 and 2 whatever ``dims`` says).
 
     A model with one column (R cannot fit those) is drawn along its one
     projection: each class's density times its prior, training points as a
     rug below the axis, test points under it.
 
-    Returns the matplotlib Axes.
+    Parameters
+    ----------
+    model : OPNBModel
+        A fitted model.
+    Xte : array-like or DataFrame of shape (m, d), optional
+        Test points to draw.
+    dims : sequence of int, optional
+        The two columns to draw, 1-based as in R (default (1, 2), or (1,) for
+        a one-column model).
+    add_cols : bool, default False
+        Shade the class regions (a 400 x 400 image, so that their edges are
+        crisp).
+    plot_train : bool, default True
+        Draw the training points.
+    ax : matplotlib Axes, optional
+        Where to draw (default a new figure's).
+    yte : array-like of shape (m,), optional
+        The test points' labels: they are drawn in their true class's style.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from pyopnb import OPNB, plot
+    >>> from pyopnb.datasets import load_pima
+    >>> d = load_pima()
+    >>> ax = plot(OPNB(d.X_train, d.y_train, ndim=2), d.X_test, yte=d.y_test)
+    >>> ax.get_xlabel()
+    'projection 1'
     """
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap

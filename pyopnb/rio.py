@@ -126,7 +126,25 @@ def _check_consistent(m: OPNBModel) -> None:
 
 
 def read_rds(path: Union[str, os.PathLike]) -> OPNBModel:
-    """Read an OPNB model that R saved with ``saveRDS`` (R need not be installed)."""
+    """Read an OPNB model that R saved with ``saveRDS``; R need not be installed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        An RDS file holding one object of class "OPNB" (not an .RData file).
+
+    Returns
+    -------
+    OPNBModel
+        R's fields. Levels that are each exactly R's text of an integer, a
+        logical or a double come back as that type; other text stays text.
+        R keeps no convergence code: it reads as None.
+
+    See Also
+    --------
+    write_rds : The other way.
+    read_model : Any model file, by its suffix.
+    """
     import rdata
 
     p = Path(path)
@@ -287,7 +305,26 @@ def _opnb_r_object(model: OPNBModel, converter: Any) -> Any:
 
 
 def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
-    """Save a model as R's saveRDS would, for R's readRDS and predict.OPNB (R not needed)."""
+    """Save a model as R's ``saveRDS`` would, for R's ``readRDS`` and ``predict.OPNB``.
+
+    R need not be installed. The file is written whole or not at all.
+
+    Parameters
+    ----------
+    model : OPNBModel
+        The model (a fitted OPNBClassifier's ``model_`` too).
+    path : str or path-like
+        The RDS file to write.
+
+    Returns
+    -------
+    None
+        The model is in the file.
+
+    See Also
+    --------
+    read_rds : The other way.
+    """
     import rdata
 
     model = check_model(model)
@@ -297,7 +334,27 @@ def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
 
 
 def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
-    """Save a model as JSON: R's fields (matrices as lists of rows) and the feature names."""
+    """Save a model as JSON: R's fields (matrices as lists of rows) and what R cannot hold.
+
+    The feature names, the label column's name, the labels' type and the
+    convergence code are kept.
+
+    Parameters
+    ----------
+    model : OPNBModel
+        The model.
+    path : str or path-like
+        The JSON file to write.
+
+    Returns
+    -------
+    None
+        The model is in the file.
+
+    See Also
+    --------
+    read_json : The other way.
+    """
     model = check_model(model)
     _check_consistent(model)
     doc = {"format": "pyopnb-model", "version": 2,
@@ -315,7 +372,18 @@ def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
 
 
 def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
-    """Read a model written by :func:`write_json`."""
+    """Read a model written by :func:`write_json`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A pyopnb JSON model file.
+
+    Returns
+    -------
+    OPNBModel
+        The model, with its labels' type, names and convergence code.
+    """
     p = Path(path)
     try:
         doc = json.loads(p.read_text())
@@ -358,10 +426,21 @@ def _read_pickled(path: Union[str, os.PathLike]) -> OPNBModel:
 
 
 def read_model(path: Union[str, os.PathLike]) -> OPNBModel:
-    """Read a model from .rds (R), .json (pyopnb), or a joblib/pickle file
-    holding a model or a fitted OPNBClassifier (.joblib, .pkl, .pickle:
-    loading one runs code from the file, so read only files you trust), by
-    the file's suffix."""
+    """Read a model file, by its suffix.
+
+    Parameters
+    ----------
+    path : str or path-like
+        ``.rds`` (R's ``saveRDS``), ``.json`` (:func:`write_json`), or a
+        joblib or pickle file (``.joblib``, ``.pkl``, ``.pickle``) holding a
+        model or a fitted OPNBClassifier. Loading a pickle runs code from the
+        file: read only files you trust.
+
+    Returns
+    -------
+    OPNBModel
+        The model.
+    """
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         return read_json(path)
@@ -373,8 +452,20 @@ def read_model(path: Union[str, os.PathLike]) -> OPNBModel:
 
 
 def write_model(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
-    """Write a model (or a fitted OPNBClassifier's) to .rds (for R) or .json,
-    by the file's suffix."""
+    """Write a model to ``.rds`` (for R) or ``.json``, by the file's suffix.
+
+    Parameters
+    ----------
+    model : OPNBModel or OPNBClassifier
+        A model, or a fitted OPNBClassifier (its model is written).
+    path : str or path-like
+        The file, ending in ``.rds`` or ``.json``.
+
+    Returns
+    -------
+    None
+        The model is in the file.
+    """
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         return write_json(model, path)

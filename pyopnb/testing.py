@@ -59,14 +59,35 @@ _EPS = np.finfo(np.float64).eps
 
 @dataclass(frozen=True)
 class OPNBProblem:
-    """A valid problem for OPNB's objectives: the R-internal functions'
-    arguments (``f_NB_exact(p.V, p.X, p.y0, p.PI, p.h)`` works), the
-    formulation whose objective it is for, and its bins (None: exact sums).
+    """A valid problem for OPNB's objectives.
 
-    ``value(V)`` and ``gradient(V)`` are that formulation's l and gradient
-    at another V of the same shape (``"R"``: R's internal functions,
-    ``compat="R"``; ``"correct"``: ``compat="correct"``; ``"journal"``:
-    ``f_NB_normalised`` / ``df_NB_normalised``).
+    Its fields are the R-internal functions' arguments
+    (``f_NB_exact(p.V, p.X, p.y0, p.PI, p.h)`` works), with the formulation
+    whose objective it is for and its bins. :func:`problems` draws them.
+
+    Parameters
+    ----------
+    V : ndarray of shape (d, ndim)
+        A projection without a zero column.
+    X : ndarray of shape (n, d)
+        The data, scaled as the objectives take them.
+    y0 : ndarray of shape (n,)
+        0-based class codes, every class present.
+    PI : ndarray of shape (K,)
+        The priors.
+    h : ndarray of shape (K,)
+        A bandwidth per class.
+    formulation : {"correct", "journal", "R"}, default "correct"
+        Whose objective: ``"R"`` R's internal functions (``compat="R"``),
+        ``"correct"`` ``compat="correct"``, ``"journal"``
+        ``f_NB_normalised`` and ``df_NB_normalised``.
+    nbin : int, optional
+        Bins per column; None for exact sums.
+
+    Attributes
+    ----------
+    derivative : bool
+        Whether the gradient is the value's derivative (not so for R's).
     """
 
     V: np.ndarray
@@ -94,15 +115,43 @@ class OPNBProblem:
         return (df_NB_cpp if gradient else f_NB_cpp)(*args, self.nbin, compat=compat)
 
     def value(self, V: Any) -> float:
-        """The formulation's l at V."""
+        """The formulation's objective l at V.
+
+        Parameters
+        ----------
+        V : array-like of shape (d, ndim)
+            A projection of the problem's shape.
+
+        Returns
+        -------
+        float
+            The value.
+        """
         return self._call(V, False)
 
     def gradient(self, V: Any) -> np.ndarray:
-        """The formulation's gradient at V, (d, ndim)."""
+        """The formulation's gradient at V.
+
+        Parameters
+        ----------
+        V : array-like of shape (d, ndim)
+            A projection of the problem's shape.
+
+        Returns
+        -------
+        ndarray of shape (d, ndim)
+            The gradient.
+        """
         return self._call(V, True)
 
     def why_not_a_derivative(self) -> Optional[str]:
-        """Why this problem's gradient is not its value's derivative, or None."""
+        """Why this problem's gradient is not its value's derivative.
+
+        Returns
+        -------
+        str or None
+            The reason, or None where the gradient is the derivative.
+        """
         if self.derivative:
             return None
         if self.nbin is not None:
@@ -152,9 +201,40 @@ def problems(formulation: str = "correct", binned: Optional[bool] = None, *, max
     Binned, the bandwidths are widened where needed so that a grid cell is
     at most half the narrowest bandwidth. X mixes binary and real columns,
     values drawn from a small lattice (so rows and values tie) or anywhere,
-    each column scaled by 10^-3 to 10^3. ``binned``: None draws exact or
-    binned (20, 50 or 100 bins), True only binned, False only exact. Examples shrink towards few
-    points, columns and classes, and small integer values.
+    each column scaled by 10^-3 to 10^3. Examples shrink towards few points,
+    columns and classes, and small integer values. Needs hypothesis
+    (``pip install pyopnb[testing]``).
+
+    Parameters
+    ----------
+    formulation : {"correct", "journal", "R"}, default "correct"
+        Whose objective, as :class:`OPNBProblem`'s.
+    binned : bool, optional
+        None draws exact or binned (20, 50 or 100 bins), True only binned,
+        False only exact.
+    max_n : int, default 30
+        The most points.
+    max_p : int, default 4
+        The most columns of X.
+    max_classes : int, default 4
+        The most classes.
+    max_ndim : int, default 3
+        The most columns of V.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Draws :class:`OPNBProblem` s.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from pyopnb.testing import check_gradient, problems
+    >>> @settings(max_examples=5, deadline=None, derandomize=True)
+    ... @given(problems("journal"))
+    ... def test_gradient(p):
+    ...     check_gradient(p.value, p.gradient, p.V)
+    >>> test_gradient()
     """
     try:
         from hypothesis import strategies as st
@@ -205,12 +285,12 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
 
     Each entry is compared with the central difference
     (value(V + s e) - value(V - s e)) / (2 s) at the step
-    s = eps^(1/3) max(1, |V_ab|) (eps the double's, about 6e-6 at unit
+    ``s = eps^(1/3) max(1, |V_ab|)`` (eps the double's, about 6e-6 at unit
     scale: it balances the difference's truncation error, of order s^2,
     against its rounding error, of order eta / s). An entry agrees when the
     two differ by at most
 
-        rtol * max(max |gradient|, max |difference|) + 10 eta / s,
+        ``rtol * max(max |gradient|, max |difference|) + 10 eta / s``,
 
     the first term relative to the gradient's own scale (``rtol`` 1e-5 by
     default: a gradient 5% off fails), the second the difference's
@@ -218,7 +298,7 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
     difference of the value when V's entries are scaled by 1 +- r, in
     alternating directions, r from a few ulps to 1e-10 (the slope cancels; what is left is rounding, and a jump that
     rounding makes, such as a binned value's on a grid whose cells span
-    tens of bandwidths), and at least 4 eps max(1, |value|) (a
+    tens of bandwidths), and at least 4 eps ``max(1, |value|)`` (a
     mean log-likelihood's terms, log priors among them, are of order one
     however small their sum, and they round at their own scale).
 
@@ -238,10 +318,29 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
     these agrees; no bound is looser than 10^4 eta / s, about 1.5e-6 for a
     value of order one.
 
-    Raises AssertionError naming the worst entry, its analytic and numeric
-    values and the bound. ``value`` and ``gradient`` of an
-    :class:`OPNBProblem` whose gradient is not its value's derivative (R's
-    objectives) make the error say why.
+    Parameters
+    ----------
+    value : callable
+        ``value(V)``, a float.
+    gradient : callable
+        ``gradient(V)``, an array of V's shape.
+    V : array-like
+        Where to check.
+    rtol : float, optional
+        The bound relative to the gradient's scale (default 1e-5).
+
+    Returns
+    -------
+    None
+        The gradient agrees.
+
+    Raises
+    ------
+    AssertionError
+        Naming the worst entry, its analytic and numeric values and the
+        bound. ``value`` and ``gradient`` of an :class:`OPNBProblem` whose
+        gradient is not its value's derivative (R's objectives) make the
+        error say why.
     """
     Va = np.array(V, dtype=np.float64)
     if Va.ndim != 2 or Va.size == 0:

@@ -1,10 +1,19 @@
 """Fixtures shared by the test modules."""
+import os
+
 import pytest
+
+import pyopnb
 
 from pyopnb import _threads
 
 from pyopnb import OPNB
 from pyopnb.datasets import load_pima
+
+if os.environ.get("PYOPNB_TEST_INSTALLED"):
+    # CI's run against the built wheel: the suite must test the installed
+    # package, never the repository's source folder
+    assert "site-packages" in pyopnb.__file__, f"testing {pyopnb.__file__}, not the installed wheel"
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,9 @@
-"""The README's code, run: every fenced block is preceded by a directive
-saying whether the tests run it (``<!-- README test: runs -->``, ``runs in a
-new folder`` for shell blocks) or why not (``not run (reason)``), and the
-ones that run must run as written, in a fresh folder."""
+"""The README's code and the documentation's, run: every fenced block is
+preceded by a directive saying whether the tests run it (``<!-- README
+test: runs -->``, ``runs in a new folder`` for shell blocks) or why not
+(``not run (reason)``), and the ones that run must run as written, in a
+fresh folder. The pages are the README, the user guide (docs/guide/) and
+the guide for moving from R."""
 import os
 import re
 import subprocess
@@ -10,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+# the pages whose every block says whether it runs: the README and the docs' guides
+PAGES = [README, ROOT / "docs" / "migration.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
 # docs whose blocks build on each other: run in order, in one namespace
-TUTORIALS = [Path(__file__).resolve().parents[1] / "docs" / "tutorial_formulation.md"]
+TUTORIALS = [ROOT / "docs" / "tutorial_formulation.md"]
 _FENCE = re.compile(r"(?:<!-- README test: (?P<directive>[^>]*?) -->\n)?```(?P<lang>[a-z]*)\n(?P<code>.*?)```",
                     re.S)
 
@@ -23,16 +28,21 @@ def blocks(path: Path = README):
     for k, m in enumerate(_FENCE.finditer(text)):
         before = text[: m.start("code")]
         line = before.count("\n")
-        # the section's first word in the id: CI selects the kit's blocks by it (-k Validation)
-        heading = re.findall(r"^## (\S+)", before, re.M)
+        # the page and its section's first word in the id: CI selects the kit's blocks by them (-k Validation)
+        heading = re.findall(r"^##? (\S+)", before, re.M)
         section = re.sub(r"\W", "", heading[-1]) if heading else "top"
-        out.append(pytest.param(m.group("lang"), m.group("directive"), m.group("code"), id=f"{section}-line{line}"))
+        out.append(pytest.param(m.group("lang"), m.group("directive"), m.group("code"), path,
+                                id=f"{path.stem}-{section}-line{line}"))
     return out
 
 
-@pytest.mark.parametrize("lang, directive, code", blocks())
-def test_readme_block(lang, directive, code, tmp_path, monkeypatch):
-    assert directive is not None, "every README code block says whether the tests run it"
+def page_blocks():
+    return [p for page in PAGES for p in blocks(page)]
+
+
+@pytest.mark.parametrize("lang, directive, code, path", page_blocks())
+def test_readme_block(lang, directive, code, path, tmp_path, monkeypatch):
+    assert directive is not None, f"every code block of {path.name} says whether the tests run it"
     if directive.startswith("not run"):
         pytest.skip(f"the README says: {directive}")
     monkeypatch.chdir(tmp_path)
@@ -41,7 +51,7 @@ def test_readme_block(lang, directive, code, tmp_path, monkeypatch):
         import matplotlib
 
         matplotlib.use("Agg")
-        exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+        exec(compile(code, str(path), "exec"), {"__name__": "__readme__"})
     elif lang == "sh":
         assert directive == "runs in a new folder", directive
         env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
@@ -52,9 +62,12 @@ def test_readme_block(lang, directive, code, tmp_path, monkeypatch):
         pytest.fail(f"a README block in language {lang!r}: the tests run python and sh")
 
 
-def test_the_readme_has_runnable_blocks():
-    runs = [p for p in blocks() if p.values[1] and not p.values[1].startswith("not run")]
-    assert len(runs) >= 8
+def test_the_pages_have_runnable_blocks():
+    runs = [p for p in page_blocks() if p.values[1] and not p.values[1].startswith("not run")]
+    assert len(runs) >= 12
+    assert any(p.values[3] == README for p in runs), "the README's first fit runs"
+    guides = {p.values[3].stem for p in runs}
+    assert {"migration", "r_api", "sklearn", "validation"} <= guides, guides
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
@@ -71,7 +84,7 @@ def test_tutorial_runs_in_order(path, tmp_path, monkeypatch):
     assert found, f"{path.name} has no code blocks"
     namespace = {"__name__": "__tutorial__"}
     for p in found:
-        lang, directive, code = p.values
+        lang, directive, code, _ = p.values
         assert directive == "runs" and lang == "python", f"every block of {path.name} runs: {directive}"
         exec(compile(code, str(path), "exec"), namespace)
     assert "class-bandwidths" in formulation_module.FORMULATIONS

@@ -47,7 +47,20 @@ class ClassDensityClassifier(ClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     def fit(self, X: Any, y: Any) -> "ClassDensityClassifier":
-        """Fit the class densities and the priors n_k / n."""
+        """Fit the class densities and the priors n_k / n.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Training data.
+        y : array-like of shape (n,)
+            Labels of any kind.
+
+        Returns
+        -------
+        object
+            The fitted estimator.
+        """
         X, codes = fit_data(self, X, y)
         self.class_count_ = np.bincount(codes, minlength=self.classes_.size)
         self.class_log_prior_ = np.log(self.class_count_ / codes.size)
@@ -62,15 +75,48 @@ class ClassDensityClassifier(ClassifierMixin, BaseEstimator):
         return self.class_log_prior_ + self._log_densities(X)
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Log posteriors, columns in ``classes_`` order."""
+        """Log posteriors by Bayes' rule, in log space.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Test data, checked as at fit.
+
+        Returns
+        -------
+        ndarray of shape (m, n_classes)
+            Columns in ``classes_`` order.
+        """
         return posteriors(self._joint_log(X))[0]
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Posteriors, columns in ``classes_`` order; rows sum to 1."""
+        """Posteriors by Bayes' rule.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Test data, checked as at fit.
+
+        Returns
+        -------
+        ndarray of shape (m, n_classes)
+            Columns in ``classes_`` order; rows sum to 1.
+        """
         return posteriors(self._joint_log(X))[1]
 
     def predict(self, X: Any) -> np.ndarray:
-        """The class of largest posterior (the first on ties)."""
+        """The class of largest posterior, the first on ties.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Test data, checked as at fit.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            Labels from ``classes_``.
+        """
         j = self._joint_log(X)
         return self.classes_[np.argmax(j, axis=1)]
 

@@ -37,10 +37,10 @@ class CCICA(ClassDensityClassifier):
     changes nothing, and the floor on a class's eigenvalues (1e-8) is the
     same for every class. Class densities must be comparable across classes,
     so each is a density of x itself (of z, times the whitening's Jacobian
-    |det B|, where columns are dependent): f_k(x) = |det B| |det L_k^(-1/2)|
-    prod_j g_kj(ica_j) prod_(j > m) phi(s_j).
-    The Jacobian of the whitening is the factor |det L_k^(-1/2)| (the ICA
-    rotation has |det| = 1), and the whitened coordinates left out of the ICA
+    ``|det B|``, where columns are dependent):
+    ``f_k(x) = |det B| |det L_k^(-1/2)| prod_j g_kj(ica_j) prod_(j > m) phi(s_j)``.
+    The Jacobian of the whitening is the factor ``|det L_k^(-1/2)|`` (the ICA
+    rotation has ``|det| = 1``), and the whitened coordinates left out of the ICA
     (when n_components < p) keep a standard normal density rather than being
     dropped: dropping them would compare densities of different dimensions.
 

@@ -27,6 +27,17 @@ class KDDA(ClassDensityClassifier):
     A class's feature that does not vary gets the sd of the whole training
     column there; a column constant over all rows is left out of every class
     density alike.
+
+    Parameters
+    ----------
+    gamma : float, default 1.0
+        Multiplier (> 0) of the continuous features' bandwidths (the paper's
+        grid: 1/3, 1/2, 1, 2, 3).
+    alpha : float, default 0.3
+        Bandwidth (> 0) of the binary features (grid: 0.1, 0.2, ..., 0.5).
+    binary : "auto", None, boolean mask or column indices, default "auto"
+        Which features are binary; "auto": those whose training values are
+        all 0 or 1.
     """
 
     def __init__(self, gamma: float = 1.0, alpha: float = 0.3, binary: Any = "auto"):

@@ -31,7 +31,7 @@ class KernelNB(ClassDensityClassifier):
     """Naive Bayes with kernel density marginals (the papers' NB).
 
     Each class's density is the product over features of univariate kernel
-    density estimates with OPNB's kernel (1 + |u|) exp(-|u|) / 4. Continuous
+    density estimates with OPNB's kernel ``(1 + |u|) exp(-|u|) / 4``. Continuous
     features get, per class, ``gamma`` times Silverman's rule of thumb for
     that class's values (scaled to this kernel); binary (one-hot) features
     get the bandwidth ``alpha`` for every class. Posteriors are computed in
@@ -39,10 +39,10 @@ class KernelNB(ClassDensityClassifier):
 
     Parameters
     ----------
-    gamma : float > 0
+    gamma : float, default 1.0
         Multiplier of Silverman's rule (the paper's grid: 1/3, 1/2, 1, 2, 3).
-    alpha : float > 0
-        Bandwidth of the binary features (grid: 0.1, 0.2, ..., 0.5).
+    alpha : float, default 0.3
+        Bandwidth (> 0) of the binary features (grid: 0.1, 0.2, ..., 0.5).
     binary : "auto", None, a boolean mask or column indices
         Which features are binary; "auto": those whose training values are
         all 0 or 1.
@@ -51,6 +51,8 @@ class KernelNB(ClassDensityClassifier):
         with ``nbin``), falling back to exact log-space sums for rows where a
         binned density is not positive.
 
+    Notes
+    -----
     A class whose values of a continuous feature do not vary gets the
     bandwidth of the whole training column there (the rule on all rows); a
     column constant over all rows gets bandwidth 1 for every class, so it

@@ -37,8 +37,12 @@ class LDA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassif
 
     Attributes
     ----------
-    scalings_ : (p, r) the directions; ``transform`` gives (X - xbar_) @ scalings_.
-    means_ : (K, r) the class means on them. explained_variance_ratio_ : (r,).
+    scalings_ : ndarray of shape (p, r)
+        The directions; ``transform`` gives ``(X - xbar_) @ scalings_``.
+    means_ : ndarray of shape (K, r)
+        The class means on them.
+    explained_variance_ratio_ : ndarray of shape (r,)
+        The share of each direction's eigenvalue.
     """
 
     def __init__(self, n_components: Optional[int] = None):
@@ -60,7 +64,18 @@ class LDA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassif
         self._n_features_out = self.scalings_.shape[1]
 
     def transform(self, X: Any) -> np.ndarray:
-        """The discriminant coordinates (X - xbar_) @ scalings_."""
+        """The discriminant coordinates ``(X - xbar_) @ scalings_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Test data.
+
+        Returns
+        -------
+        ndarray of shape (m, n_components)
+            The coordinates.
+        """
         return (self._validated(X) - self.xbar_) @ self.scalings_
 
     def _log_densities(self, X: np.ndarray, ndim: Optional[int] = None) -> np.ndarray:
@@ -73,8 +88,20 @@ class LDA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassif
         return out
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """The classes predicted on the first m directions, m = 1, ...,
-        ``n_components`` (a fit with fewer is exactly its first m)."""
+        """The classes predicted on the first r directions, r = 1, ..., ``n_components``.
+
+        A fit with fewer directions is exactly its first r.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Test data.
+
+        Yields
+        ------
+        ndarray of shape (m,)
+            The classes with 1, 2, ... directions.
+        """
         X = self._validated(X)
         m = self.n_components if self.n_components is not None else self.scalings_.shape[1]
         for r in range(1, m + 1):

@@ -178,10 +178,18 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
 
     Attributes
     ----------
-    V_ : (p, ndim) the projection, columns in greedy order.
-    means_, covariances_ : the class means and the S_k.
-    objective_ : the objective at V_. convergence_ : R's optim code.
-    n_iter_ : L-BFGS-B iterations.
+    V_ : ndarray of shape (p, ndim)
+        The projection, columns in greedy order.
+    means_ : ndarray of shape (K, p)
+        The class means.
+    covariances_ : ndarray of shape (K, p, p)
+        The S_k.
+    objective_ : float
+        The objective at ``V_``.
+    convergence_ : int
+        R's optim code.
+    n_iter_ : int
+        L-BFGS-B iterations.
     """
 
     def __init__(self, ndim: Optional[int] = None, V0: Any = None, lam: float = 0.0, covariance: str = "diagonal",
@@ -269,7 +277,18 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
         return V0
 
     def transform(self, X: Any) -> np.ndarray:
-        """The projection X V_ (not centred, as the package's)."""
+        """The projection ``X @ V_``, not centred, as the authors' package.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Test data.
+
+        Returns
+        -------
+        ndarray of shape (m, ndim)
+            The projections.
+        """
         return estimator_data(self, X) @ self.V_
 
     def _log_densities(self, X: np.ndarray, ndim: Optional[int] = None) -> np.ndarray:
@@ -280,9 +299,21 @@ class OPGD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClassDensityClassi
         return _full_terms(X @ V, self.means_ @ V, Sq, np.zeros(self.classes_.size))[0]
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
-        """The classes predicted with the first m columns of V_, for m = 1,
-        ..., ndim: the greedy order makes each a model of its own, so one
-        fit serves every ndim (as :func:`pyopnb.opnb_journal_cv`'s path)."""
+        """The classes predicted with the first m columns of ``V_``, m = 1, ..., ndim.
+
+        The greedy order makes each a model of its own, so one fit serves every
+        ndim (as :func:`pyopnb.opnb_journal_cv`'s path).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Test data.
+
+        Yields
+        ------
+        ndarray of shape (m,)
+            The classes with 1, 2, ... columns.
+        """
         X = self._validated(X)
         for m in range(1, self.V_.shape[1] + 1):
             yield self.classes_[np.argmax(self.class_log_prior_ + self._log_densities(X, m), axis=1)]

@@ -25,6 +25,13 @@ class RDA(ClassDensityClassifier):
     a density. With ``reg=0`` a class covariance that is singular is an
     error naming the class and suggesting ``reg``, never a silent
     pseudo-inverse.
+
+    Parameters
+    ----------
+    lam : float, default 0.5
+        The weight of the class covariance, in [0, 1].
+    reg : float, default 1e-6
+        The ridge, >= 0, as a multiple of the mean variance.
     """
 
     def __init__(self, lam: float = 0.5, reg: float = 1e-6):

@@ -166,6 +166,21 @@ class SelectiveNB(ClassDensityClassifier):
     1 - cost(M) / cost(M_0), positive ones only (the paper's proposal).
     Prediction: log P(y | x) = log P(y) + sum_k w_k log P(x_k | y), normalised.
     A categorical value not seen in training contributes nothing.
+
+    Parameters
+    ----------
+    averaging : {"CMA", "BMA", "MAP"}, default "CMA"
+        How the variables are weighted, as above.
+    categorical : boolean mask or column indices, optional
+        The categorical columns, grouped rather than discretised (default
+        none).
+    n_starts : int, optional
+        Random orders of the multi-start search (default
+        1 + ceil(log2(k + 1)), k the informative variables).
+    max_iter : int, default 5
+        Forward-backward rounds per start.
+    random_state : int, default 0
+        Seeds the random orders.
     """
 
     def __init__(self, averaging: str = "CMA", categorical: Any = None, n_starts: Optional[int] = None,

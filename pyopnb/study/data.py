@@ -17,8 +17,18 @@ MAX_COVARIATES = 300
 
 
 def available(folder: str | Path) -> List[str]:
-    """The data sets in a folder of the ``pmlb`` package's cache layout
-    (``NAME/NAME.tsv.gz``), sorted by name."""
+    """The data sets in a folder of the ``pmlb`` package's cache layout.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A folder holding ``NAME/NAME.tsv.gz`` files.
+
+    Returns
+    -------
+    list of str
+        The sets' names, sorted.
+    """
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"{root}: no such folder (a folder of PMLB data sets: NAME/NAME.tsv.gz)")
@@ -26,10 +36,26 @@ def available(folder: str | Path) -> List[str]:
 
 
 def load(name: str, folder: str | Path) -> Tuple[Any, np.ndarray]:
-    """(features as a DataFrame, labels) of one data set, read from
-    ``folder`` in the ``pmlb`` package's cache layout (``NAME/NAME.tsv.gz``,
-    as ``pmlb.fetch_data`` reads it; the pmlb package is not needed, and
-    nothing is downloaded). Rows with missing values are dropped."""
+    """One data set, read from a folder in the ``pmlb`` package's cache layout.
+
+    The file is ``NAME/NAME.tsv.gz``, read as ``pmlb.fetch_data`` reads it;
+    the pmlb package is not needed, and nothing is downloaded. Rows with
+    missing values are dropped.
+
+    Parameters
+    ----------
+    name : str
+        The set's name.
+    folder : str or Path
+        The folder.
+
+    Returns
+    -------
+    X : DataFrame
+        The features.
+    y : ndarray
+        The labels (the ``target`` column).
+    """
     import pandas as pd
 
     path = Path(folder) / name / f"{name}.tsv.gz"
@@ -50,7 +76,9 @@ def dataset_seed(name: str, seed: int) -> int:
 
 
 def preprocess(X: Any, y: np.ndarray, seed: int) -> Tuple[np.ndarray, np.ndarray, Dict[str, Any]]:
-    """The papers' preprocessing (the journal paper's section 4.1), in order:
+    """The papers' preprocessing (the journal paper's section 4.1).
+
+    In order:
 
     1. more than 3000 rows: a stratified sample of 3000;
     2. classes with fewer than 10 rows removed;
@@ -58,12 +86,28 @@ def preprocess(X: Any, y: np.ndarray, seed: int) -> Tuple[np.ndarray, np.ndarray
     4. covariates with at most 5 distinct values one-hot encoded (G values
        give G - 1 binary columns);
     5. Gaussian noise of 1% of each covariate's sd added to it;
-    6. more than 300 covariates: replaced by their first 300 principal components.
+    6. more than 300 covariates: replaced by their first 300 principal
+       components.
 
-    Returns (X, y, a summary of what each step did); the summary's
-    ``binary`` lists the columns that step 4 made (0/1 before the noise),
-    for the methods that treat binary columns apart (NB, KDDA); none after
-    step 6.
+    Parameters
+    ----------
+    X : array-like of shape (n, p)
+        The features.
+    y : ndarray of shape (n,)
+        The labels.
+    seed : int
+        Seeds the sample and the noise.
+
+    Returns
+    -------
+    X : ndarray
+        The preprocessed features.
+    y : ndarray
+        The labels of the rows kept.
+    info : dict
+        What each step did; ``info["binary"]`` lists the columns that step 4
+        made (0/1 before the noise), for the methods that treat binary
+        columns apart (NB, KDDA); none after step 6.
     """
     from sklearn.model_selection import train_test_split
 

@@ -153,9 +153,23 @@ def _hours(seconds: float) -> str:
 
 
 def write_report(out: str | Path) -> Path:
-    """report.md, table1.csv, errors.csv and figure2.png in ``out`` from its
-    results.sqlite: every pair over the data sets where both methods have
-    results, the failures by method, and the time of every run."""
+    """Write the study's report from its results.
+
+    ``report.md``, ``table1.csv``, ``errors.csv`` and ``figure2.png``: every
+    pair of methods over the data sets where both have results (Table 1,
+    beside the paper's), the errors' boxplots (Figure 2), the failures by
+    method, and the time of every run.
+
+    Parameters
+    ----------
+    out : str or Path
+        The study's folder, holding ``results.sqlite``.
+
+    Returns
+    -------
+    Path
+        The report, ``out/report.md``.
+    """
     out = Path(out)
     db = out / "results.sqlite"
     if not db.is_file():

@@ -92,18 +92,56 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
               methods: Optional[Sequence[str]] = None, n_splits: int = 10, quick: bool = False, n_jobs: int = 1,
               backend: str = "loky", scheduler: Optional[str] = None, seed: int = 0,
               progress: bool = True, command: Optional[str] = None) -> Store:
-    """Run the papers' protocol on PMLB data sets and store every result in
-    ``out/results.sqlite``; what is already there is not computed again.
+    """Run the papers' protocol on PMLB data sets, storing every result as it comes.
 
-    For each data set: the papers' preprocessing, ``n_splits`` stratified
-    75/25 splits, tuning by stratified 5-fold CV (3 with ``quick``) on each
-    training part with the same folds for every method, scaling by the
-    training sd, and the test error of each method. ``quick``: 3 splits by
-    default and small grids. Everything is seeded by ``seed`` and the data
-    set's name, so the same call gives the same results. ``command`` (the
-    command line that ran it) is recorded with the run's time, interrupted
-    runs too, for the report. Ctrl-C raises :class:`Interrupted`, saying how
-    much is saved.
+    For each data set: the papers' preprocessing (:func:`preprocess`),
+    ``n_splits`` stratified 75/25 splits, tuning by stratified 5-fold CV (3
+    with ``quick``) on each training part with the same folds for every
+    method, scaling by the training sd, and the test error of each method.
+    Results go to ``out/results.sqlite``; what is already there is not
+    computed again, so an interrupted run resumes. Ctrl-C raises
+    ``Interrupted``, saying how much is saved.
+
+    Parameters
+    ----------
+    data : str or Path
+        A folder of PMLB sets in the ``pmlb`` package's cache layout.
+    out : str or Path
+        The study's folder.
+    datasets : sequence of str, optional
+        The sets to run (default every set in ``data``).
+    methods : sequence of str, optional
+        Names from ``pyopnb.study.methods.METHODS`` (default
+        ``DEFAULT_METHODS``, the papers' comparison).
+    n_splits : int, default 10
+        Train/test splits per set (the quick profile's default is 3).
+    quick : bool, default False
+        The quick profile: 3 splits by default, 3 folds and small grids.
+    n_jobs : int, default 1
+        Processes.
+    backend : str, default "loky"
+        joblib's backend; ``"dask"`` runs on a Dask cluster.
+    scheduler : str, optional
+        The Dask scheduler's address, with ``backend="dask"``.
+    seed : int, default 0
+        Seeds everything with each set's name, so that the same call gives
+        the same results.
+    progress : bool, default True
+        Report progress on stderr.
+    command : str, optional
+        The command line that ran it, recorded with the run's time for the
+        report.
+
+    Returns
+    -------
+    Store
+        The results store.
+
+    Examples
+    --------
+    >>> from pyopnb.study import run_study, write_report
+    >>> run_study("PMLB_DIR", "out", datasets=["iris"], quick=True)  # doctest: +SKIP
+    >>> write_report("out")  # doctest: +SKIP
     """
     from joblib import Parallel, delayed
 

@@ -67,7 +67,17 @@ class Row:
 
 @dataclass
 class Report:
-    """The comparison of one workflow: rows, and what was compared."""
+    """The comparison of one workflow with R's: a row a quantity, and what was compared.
+
+    Parameters
+    ----------
+    rows : list of Row
+        One compared quantity each: its largest difference, the tolerance,
+        where the tolerance comes from, and whether it agrees.
+    meta : dict, optional
+        R's source (live or a recording), the versions, the data's
+        fingerprint, the arguments, R's spread and R's warnings.
+    """
 
     rows: List[Row]
     meta: Dict[str, Any] = field(default_factory=dict)
@@ -79,6 +89,13 @@ class Report:
 
     @property
     def failures(self) -> List[Row]:
+        """The rows that differ beyond their tolerance.
+
+        Returns
+        -------
+        list of Row
+            Empty when :attr:`ok`.
+        """
         return [r for r in self.rows if not r.ok]
 
     def table(self) -> str:
@@ -469,8 +486,31 @@ def compare_with_r(X: Any, y: Any, Xte: Any = None, *, against: Union[None, str,
 
 
 def assert_matches_r(X: Any, y: Any, Xte: Any = None, **kwargs: Any) -> Report:
-    """:func:`compare_with_r`, raising AssertionError with the table when a
-    quantity differs beyond its tolerance; the report otherwise."""
+    """Assert that pyopnb's workflow matches R's on these data.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n, d)
+        Training data, as :func:`compare_with_r` takes it.
+    y : array-like of shape (n,)
+        Labels.
+    Xte : array-like or DataFrame, optional
+        Rows to predict (None: the training rows).
+    **kwargs
+        :func:`compare_with_r`'s other arguments (``against``, ``record``,
+        ``threads``, ``ndim``, ``lam``, ``nbin``, ``scale``, ``cv``, ``nlam``).
+
+    Returns
+    -------
+    Report
+        The comparison, when every quantity agrees.
+
+    Raises
+    ------
+    AssertionError
+        With the report's table, when a quantity differs beyond its
+        tolerance.
+    """
     report = compare_with_r(X, y, Xte, **kwargs)
     if not report.ok:
         names = ", ".join(r.quantity for r in report.failures)
