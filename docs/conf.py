@@ -4,8 +4,6 @@ The API reference is generated from the numpydoc docstrings (autosummary),
 the Markdown pages are read by myst-parser, and the gallery's examples in
 ``examples/`` run at every build (sphinx-gallery), each with its figures.
 """
-import os
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -13,10 +11,8 @@ import matplotlib
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[1]
 
+# the installed pyopnb (a wheel, or `pip install -e .`): its compiled core is built
 import pyopnb  # noqa: E402
-
-if "site-packages" not in pyopnb.__file__ and str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 project = "pyopnb"
 author = "the pyopnb developers"
@@ -72,4 +68,3 @@ html_theme_options = {
 }
 html_static_path = []
 templates_path = ["_templates"]
-os.environ.setdefault("PYOPNB_NUM_THREADS", "2")
