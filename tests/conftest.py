@@ -4,10 +4,7 @@ import os
 import pytest
 
 import pyopnb
-
-from pyopnb import _threads
-
-from pyopnb import OPNB
+from pyopnb import OPNB, _threads
 from pyopnb.datasets import load_pima
 
 if os.environ.get("PYOPNB_TEST_INSTALLED"):

@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "docs" / "api.rst"
 # the study's entry points; its constants are described in prose
 STUDY = ["run_study", "write_report", "available", "load", "preprocess"]
+# the checks the docs build makes with -W (docs/conf.py): a docstring; every
+# parameter documented, none unknown, each with a description; a summary
+CHECKS = {"GL08", "PR01", "PR02", "PR07", "RT03", "SS01"}
 
 
 def public_names():
@@ -50,17 +53,14 @@ ALL = [(q, o) for module, name in public_names() for q, o in _members(module, na
 @pytest.mark.parametrize("qualname", [q for q, _ in ALL])
 def test_numpydoc_docstring(qualname):
     validate = pytest.importorskip("numpydoc.validate", reason="numpydoc is not installed (pip install .[docs])")
-    # the checks the docs build makes with -W (docs/conf.py): a docstring; every
-    # parameter documented, none unknown, each with a description; a summary
-    checks = {"GL08", "PR01", "PR02", "PR07", "RT03", "SS01"}
-    errors = [f"{code}: {msg}" for code, msg in validate.validate(qualname)["errors"] if code in checks]
+    errors = [f"{code}: {msg}" for code, msg in validate.validate(qualname)["errors"] if code in CHECKS]
     assert not errors, "\n".join(errors)
 
 
 def test_docs_checks_match():
     conf = (ROOT / "docs" / "conf.py").read_text()
     m = re.search(r"numpydoc_validation_checks = \{(.*?)\}", conf)
-    assert m and set(re.findall(r'"(\w+)"', m.group(1))) == {"GL08", "PR01", "PR02", "PR07", "RT03", "SS01"}
+    assert m and set(re.findall(r'"(\w+)"', m.group(1))) == CHECKS
 
 
 @pytest.mark.parametrize("module, name", public_names(), ids=lambda v: v if isinstance(v, str) else None)

@@ -496,10 +496,9 @@ cdef ColumnScratch _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double
 def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                   int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
                   int num_threads, ColumnScratch scratch=None):
-    """logf[i, k] = log prod_t f_kt(z_it); Zt is [ndim, n]. ``scratch``: a ColumnScratch made for these arguments, kept between calls.
-
-    class_products' products, logged.
-    """
+    """logf[i, k] = log prod_t f_kt(z_it) [n, K]: class_products' products,
+    logged (for the checks that read class log densities; the evaluations
+    combine the products themselves, product_posteriors)."""
     logf, acc = class_products(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
     cdef double[:, ::1] lv = logf
     cdef const double[:, ::1] av = acc
