@@ -32,3 +32,19 @@ def many_cores(monkeypatch):
     machine has (their partitions must not change the bits) are not capped."""
     monkeypatch.setattr(_threads, "available_cores", lambda: 64)
     return 64
+
+
+@pytest.fixture
+def every_path(monkeypatch):
+    """Run a function under each vector path this CPU has (PYOPNB_SIMD)."""
+    from pyopnb._core import linalg
+
+    def run(fn):
+        out = []
+        for level in linalg.simd_levels():
+            monkeypatch.setenv("PYOPNB_SIMD", level)
+            assert linalg.simd() == level
+            out.append(fn())
+        monkeypatch.delenv("PYOPNB_SIMD")
+        return out
+    return run

@@ -11,20 +11,6 @@ import pytest
 from pyopnb._core import colstats, linalg as _linalg
 
 
-@pytest.fixture
-def every_path(monkeypatch):
-    """Run a function under each vector path this CPU has."""
-    def run(fn):
-        out = []
-        for level in _linalg.simd_levels():
-            monkeypatch.setenv("PYOPNB_SIMD", level)
-            assert _linalg.simd() == level
-            out.append(fn())
-        monkeypatch.delenv("PYOPNB_SIMD")
-        return out
-    return run
-
-
 def _in_row_order(A, B):
     """A'B with every entry added over the rows in order (elementwise adds are exact steps)."""
     C = np.zeros((A.shape[1], B.shape[1]))

@@ -10,9 +10,11 @@ Evaluations of l, one interface (``evaluator.pxd``), made once per fit:
                 (the journal's interpolated log densities)
     posteriors  a row's classes combined: l's terms and the posteriors
     geometry    a projected column's grid (cells, ends, linear binning)
-    products.h  a point's class densities multiplied over the columns
+    products.h  a point's class densities multiplied over the columns, and its
+                gradient terms (SSE2, and AVX2 where the CPU has it)
     decay.h     the kernel's decays over a gap; sweep.h the recursion's
-                one-thread sweep; lanes.h the two-lane vector type
+                one-thread sweep; lanes.h the two-lane vector type; simd.h
+                the vector path chosen at run time
 
 R's arithmetic, to R's bits:
     project     Z = X V in reference BLAS's order (project.h)

@@ -16,16 +16,26 @@ __all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rows
 DEF _SUM_ROWS = 256
 
 
+cdef inline long double _dev(double x, const long double* centre, Py_ssize_t j, bint square) noexcept nogil:
+    cdef long double v = <long double> x
+    if centre != NULL:
+        v = v - centre[j]
+    if square:
+        v = v * v
+    return v
+
+
 cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint square,
                     long double* s, int nthr) noexcept nogil:
     """s[j] = sum_i (X[i, j] - centre[j]) (squared if square), added in row
     order in long double; centre NULL for 0. Each thread takes a range of
     columns and reads the rows in order, in blocks of rows that stay in
-    cache while each of its columns adds the block in a register: a
-    column's sum is the same whoever adds it."""
+    cache while its columns add the block in registers, four columns at a
+    time: their chains of dependent additions overlap, and a column's sum is
+    the same whoever adds it and beside whichever others."""
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], i, j, j0, j1, i0, i1
     cdef int part, nparts = <int> max(1, min(nthr, p))
-    cdef long double v, t
+    cdef long double t0, t1, t2, t3
     for part in prange(nparts, num_threads=nparts, schedule='static'):
         j0 = part * p // nparts
         j1 = (part + 1) * p // nparts
@@ -33,16 +43,28 @@ cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint squa
             s[j] = 0.0
         for i0 in range(0, n, _SUM_ROWS):
             i1 = min(n, i0 + _SUM_ROWS)
-            for j in range(j0, j1):
-                t = s[j]
+            j = j0
+            while j + 4 <= j1:
+                t0 = s[j]
+                t1 = s[j + 1]
+                t2 = s[j + 2]
+                t3 = s[j + 3]
                 for i in range(i0, i1):
-                    v = <long double> X[i, j]
-                    if centre != NULL:
-                        v = v - centre[j]
-                    if square:
-                        v = v * v
-                    t = t + v
-                s[j] = t
+                    t0 = t0 + _dev(X[i, j], centre, j, square)
+                    t1 = t1 + _dev(X[i, j + 1], centre, j + 1, square)
+                    t2 = t2 + _dev(X[i, j + 2], centre, j + 2, square)
+                    t3 = t3 + _dev(X[i, j + 3], centre, j + 3, square)
+                s[j] = t0
+                s[j + 1] = t1
+                s[j + 2] = t2
+                s[j + 3] = t3
+                j = j + 4
+            while j < j1:
+                t0 = s[j]
+                for i in range(i0, i1):
+                    t0 = t0 + _dev(X[i, j], centre, j, square)
+                s[j] = t0
+                j = j + 1
 
 
 def r_colmeans(const double[:, ::1] X, int num_threads):
@@ -121,11 +143,14 @@ def r_cov(const double[:, ::1] X, int num_threads):
     # a register through the block (in memory it was stored and reloaded at
     # every row), and still adds the rows in order
     cdef long double* devs = <long double*> malloc(nparts * _COV_ROWS * d * sizeof(long double))
-    cdef long double s, t
+    cdef long double* mm = <long double*> malloc(2 * d * sizeof(long double))
+    cdef long double* sm = &mm[d] if mm != NULL else NULL
+    cdef long double s, t, u, w, x
     cdef long double* dev
-    cdef Py_ssize_t k0, nb, a, b
-    if m == NULL or acc == NULL or pi == NULL or pj == NULL or devs == NULL:
-        free(m); free(acc); free(pi); free(pj); free(devs)
+    cdef const long double* row
+    cdef Py_ssize_t k0, nb, a, b, a2, b2, a3, b3, a4, b4
+    if m == NULL or acc == NULL or pi == NULL or pj == NULL or devs == NULL or mm == NULL:
+        free(m); free(acc); free(pi); free(pj); free(devs); free(mm)
         raise MemoryError()
     pr = 0
     for i in range(d):
@@ -134,16 +159,12 @@ def r_cov(const double[:, ::1] X, int num_threads):
             pj[pr] = j
             pr += 1
     with nogil:
-        for j in prange(d, num_threads=<int> max(1, min(num_threads, d)), schedule="static"):
-            s = 0.0
-            for k in range(n):
-                s = s + X[k, j]
-            t = s / n
-            s = 0.0
-            for k in range(n):
-                s = s + (X[k, j] - t)
-            t = t + s / n
-            m[j] = <double> t
+        _col_sums(X, NULL, False, mm, num_threads)
+        for j in range(d):
+            mm[j] = mm[j] / n
+        _col_sums(X, mm, False, sm, num_threads)
+        for j in range(d):
+            m[j] = <double> (mm[j] + sm[j] / n)
         for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
             a0 = part * npair // nparts
             a1 = (part + 1) * npair // nparts
@@ -153,17 +174,48 @@ def r_cov(const double[:, ::1] X, int num_threads):
                 for k in range(nb):
                     for j in range(d):
                         dev[k * d + j] = <long double> X[k0 + k, j] - <long double> m[j]
-                for pr in range(a0, a1):
-                    a = pi[pr]
-                    b = pj[pr]
+                # four pairs at a time: their chains of additions overlap
+                pr = a0
+                while pr + 4 <= a1:
+                    a, b, a2, b2 = pi[pr], pj[pr], pi[pr + 1], pj[pr + 1]
+                    a3, b3, a4, b4 = pi[pr + 2], pj[pr + 2], pi[pr + 3], pj[pr + 3]
+                    s = acc[pr]
+                    t = acc[pr + 1]
+                    u = acc[pr + 2]
+                    w = acc[pr + 3]
+                    if a4 == a:
+                        # one column against four (pairs run along a row of
+                        # the triangle): its deviation read once a row
+                        for k in range(nb):
+                            row = &dev[k * d]
+                            x = row[a]
+                            s = s + x * row[b]
+                            t = t + x * row[b2]
+                            u = u + x * row[b3]
+                            w = w + x * row[b4]
+                    else:
+                        for k in range(nb):
+                            row = &dev[k * d]
+                            s = s + row[a] * row[b]
+                            t = t + row[a2] * row[b2]
+                            u = u + row[a3] * row[b3]
+                            w = w + row[a4] * row[b4]
+                    acc[pr] = s
+                    acc[pr + 1] = t
+                    acc[pr + 2] = u
+                    acc[pr + 3] = w
+                    pr = pr + 4
+                while pr < a1:
+                    a, b = pi[pr], pj[pr]
                     s = acc[pr]
                     for k in range(nb):
                         s = s + dev[k * d + a] * dev[k * d + b]
                     acc[pr] = s
+                    pr = pr + 1
         for pr in range(npair):
             ov[pi[pr], pj[pr]] = <double> (acc[pr] / (n - 1))
             ov[pj[pr], pi[pr]] = ov[pi[pr], pj[pr]]
-    free(m); free(acc); free(pi); free(pj); free(devs)
+    free(m); free(acc); free(pi); free(pj); free(devs); free(mm)
     return out
 
 

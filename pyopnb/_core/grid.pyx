@@ -27,8 +27,8 @@ from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport Evaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
-from pyopnb._core.products cimport (pyopnb_copy_row, pyopnb_grad_point, pyopnb_log_products,
-                                    pyopnb_products_at_cells)
+from pyopnb._core.products cimport (pyopnb_block_products, pyopnb_copy_row, pyopnb_grad_points_at_cells,
+                                    pyopnb_log_products)
 
 cnp.import_array()
 
@@ -59,23 +59,15 @@ cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, 
     return out
 
 
-cdef void _block_products(const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0, Py_ssize_t m,
+cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0, Py_ssize_t m,
                           double* pr1, double* pr2, double* acc1, double* acc2) noexcept nogil:
     """pr1, acc1 (and pr2, acc2 where nset = 2) [m, K]: for the points
     i0..i0+m-1, the product over the columns (in order) of their density
     tables at the points' cells (ptrs: _column_pointers'), kept as
     pyopnb_products keeps them, as passes.pyx's class_products; two tables
-    at once where nset = 2."""
-    cdef double* pr[2]
-    cdef double* ac[2]
-    cdef Py_ssize_t j
-    for j in range(m):
-        pr[0] = &pr1[j * K]
-        ac[0] = &acc1[j * K]
-        pr[1] = &pr2[j * K] if nset == 2 else NULL
-        ac[1] = &acc2[j * K] if nset == 2 else NULL
-        pyopnb_products_at_cells(<const double* const*> &ptrs[0, 0], <const int* const*> &ptrs[2, 0], ncol, K,
-                                 i0 + j, nset, True, <int> ptrs.shape[1], 0, pr, ac)
+    at once where nset = 2; level: the vector path."""
+    pyopnb_block_products(level, <const double* const*> &ptrs[0, 0], <const int* const*> &ptrs[2, 0], ncol, K,
+                          i0, m, nset, <int> ptrs.shape[1], pr1, pr2, acc1, acc2)
 
 
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
@@ -553,7 +545,7 @@ cdef class RGridTables(GridTables):
                 i0 = b * B
                 m = min(B, n - i0)
                 lf = &av[tid, 0]
-                _block_products(pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &lf[B * K], &lf[2 * B * K],
+                _block_products(self.wk.P.simd, pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &lf[B * K], &lf[2 * B * K],
                                 &lf[3 * B * K])
                 for j in range(m):
                     tv[i0 + j] = _row_posterior_products(&lf[j * K], &lf[(2 * B + j) * K], &PI[0], &lpv[0], K,
@@ -686,7 +678,7 @@ cdef class RGridTables(GridTables):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_products(bp, nb, 1, K, i0, m, &av[tid, 0], NULL, &av[tid, B * K], NULL)
+                _block_products(self.wk.P.simd, bp, nb, 1, K, i0, m, &av[tid, 0], NULL, &av[tid, B * K], NULL)
                 pyopnb_log_products(m * K, &av[tid, 0], &av[tid, B * K])
                 for j in range(m):
                     ar = &xv[tid, j * K]
@@ -754,10 +746,8 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 pw = &PW[it * TK]
                 memset(pw, 0, TK * sizeof(double))
-                for i in range(i0, i1):
-                    e = cell_of[t * n + i] * K
-                    dv[t, i] = pyopnb_grad_point(&Ts[t * TK + e], &Td[t * TK + e], &pw[e], &pp[i * K], P.y[i],
-                                                 K, P.h, P.shared, False)
+                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pw, &cell_of[t * n], pp, P.y, i0, i1,
+                                            K, P.h, P.shared, &dv[t, 0])
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "simd.h"
+
 /* rows per block: a block of A (p doubles a row) and of B (qp) stays in cache */
 #define PYOPNB_XP_ROWS 512
 /* a tile of C in registers: up to PYOPNB_XP_LB rows (l) by PYOPNB_XP_NV vectors of t */
@@ -89,8 +91,7 @@ static inline __attribute__((always_inline)) void pyopnb_xp_rows(
     }
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define PYOPNB_DISPATCH 1
+#if PYOPNB_DISPATCH
 __attribute__((target("avx512f"))) static void pyopnb_xp_avx512(
         const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp, ptrdiff_t l0, ptrdiff_t l1,
         double* C) {
@@ -101,23 +102,11 @@ __attribute__((target("avx2"))) static void pyopnb_xp_avx2(
         double* C) {
     pyopnb_xp_rows<4>(A, m, p, B, qp, l0, l1, C);
 }
-#else
-#define PYOPNB_DISPATCH 0
 #endif
 
 static void pyopnb_xp_base(const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp,
                            ptrdiff_t l0, ptrdiff_t l1, double* C) {
     pyopnb_xp_rows<2>(A, m, p, B, qp, l0, l1, C);
-}
-
-/* The widest vector path this CPU runs: 2 (AVX-512), 1 (AVX2), 0 (SSE2, the x86-64 baseline). */
-static inline int pyopnb_simd_best(void) {
-#if PYOPNB_DISPATCH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return 2;
-    if (__builtin_cpu_supports("avx2")) return 1;
-#endif
-    return 0;
 }
 
 static inline void pyopnb_xp(int level, const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp,

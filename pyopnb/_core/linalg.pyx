@@ -33,7 +33,7 @@ cdef extern from "_core/linalg.h" nogil:
                             Py_ssize_t q, Py_ssize_t qp, double* C, double* buf, int nthr)
     int PYOPNB_XP_ROWS
 
-__all__ = ["simd", "simd_levels", "crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array",
+__all__ = ["simd", "simd_level", "simd_levels", "crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array",
            "c_exp_array"]
 
 _LEVELS = ("sse2", "avx2", "avx512")
@@ -69,8 +69,13 @@ cdef int _level_for(bytes raw) except -1:
 
 
 def simd():
-    """The vector path the crossproduct takes (PYOPNB_SIMD caps it)."""
+    """The vector path the compiled core takes (PYOPNB_SIMD caps it)."""
     return _LEVELS[_level()]
+
+
+def simd_level():
+    """:func:`simd` as its index in :func:`simd_levels` (0 SSE2, 1 AVX2, 2 AVX-512)."""
+    return _level()
 
 
 def crossprod(A, B, int num_threads):

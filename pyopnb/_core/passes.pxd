@@ -17,6 +17,7 @@ cdef struct Classes:
     Py_ssize_t nbin
     double eps              # grid widening
     Kernel ker
+    int simd                # the vector path (products.h's per-point kernels), fixed when the scratch is made
 
 
 cdef struct Column:

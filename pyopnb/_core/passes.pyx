@@ -22,11 +22,12 @@ from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
-from pyopnb._core.products cimport pyopnb_grad_point, pyopnb_log_products, pyopnb_products_at_rows
+from pyopnb._core.products cimport pyopnb_grad_points_at_rows, pyopnb_log_products, pyopnb_rows_products
 from pyopnb._core.sort cimport _argsort_hinted
 from pyopnb._core.evaluator cimport Evaluator
 
 from pyopnb._core.posteriors import product_posteriors
+from pyopnb._core.linalg import simd_level
 
 cnp.import_array()
 
@@ -185,28 +186,12 @@ cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, do
         base[c] = cols[c].S
         idx[c] = cols[c].row
     if nthr == 1:
-        _multiply_rows(base, idx, w, P.K, pr, acc, fresh, 0, n)
+        pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, 0, n)
     else:
         for b in prange(nthr, num_threads=nthr, schedule='static'):
-            _multiply_rows(base, idx, w, P.K, pr, acc, fresh, b * n // nthr, (b + 1) * n // nthr)
+            pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, b * n // nthr, (b + 1) * n // nthr)
     free(base); free(idx)
     return 0
-
-
-cdef inline void _multiply_rows(const double** base, const Py_ssize_t** idx, int w, int K, double* pr, double* acc,
-                                bint fresh, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
-    """Points i0..i1-1, two at a time (pyopnb_products: their chains overlap)."""
-    cdef double* p[2]
-    cdef double* a[2]
-    cdef Py_ssize_t i = i0
-    cdef int q, ns
-    while i < i1:
-        ns = 2 if i + 1 < i1 else 1
-        for q in range(ns):
-            p[q] = &pr[(i + q) * K]
-            a[q] = &acc[(i + q) * K]
-        pyopnb_products_at_rows(base, idx, w, K, i, ns, fresh, 0, 1, p, a)
-        i = i + ns
 
 
 cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) noexcept nogil:
@@ -238,15 +223,12 @@ cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const
 
 cdef inline void _point_rows(const Classes* P, Column* cols, int w, double* gz0, const double* post,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
-    cdef Py_ssize_t n = P.n, i, o
-    cdef int c, K = P.K
+    cdef int c
     cdef Column* col
-    for i in range(i0, i1):
-        for c in range(w):
-            col = &cols[c]
-            o = col.row[i] * K
-            gz0[c * n + i] = pyopnb_grad_point(&col.S[o], &col.D[o], &col.Wpts[i * K], &post[i * K],
-                                               P.y[i], K, P.h, P.shared, True)
+    for c in range(w):
+        col = &cols[c]
+        pyopnb_grad_points_at_rows(P.simd, col.S, col.D, col.Wpts, col.row, post, P.y, i0, i1, P.K, P.h,
+                                   P.shared, &gz0[c * P.n])
 
 
 cdef void _sample_terms(const Classes* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
@@ -370,6 +352,8 @@ cdef class ColumnScratch:
         self.P.mode = mode
         self.P.nbin = nbin
         self.P.eps = eps
+        # PYOPNB_SIMD read once a fit: every path gives the same bits
+        self.P.simd = simd_level()
         if beta.shape[0] < 1 or beta.shape[0] > _MAX_ORDER + 1:
             raise ValueError("beta must have 1 to %d entries" % (_MAX_ORDER + 1))
         _make_kernel(&beta[0], beta.shape[0], &self.P.ker)

@@ -6,6 +6,8 @@
 #define PYOPNB_PRODUCTS_H
 
 #include "lanes.h"
+#include "simd.h"
+#include <immintrin.h>
 
 /* dst[k] = src[k] for k < K, two at a time (short rows: a call to memcpy
  * costs more than the copy) */
@@ -103,36 +105,147 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
 #undef PYOPNB_ROW
 }
 
-/* pyopnb_products_n for nset = 1 or 2 products, continued (fresh = 0) or
- * started empty (fresh = 1): tables read at the points' grid cells (int),
- * or at their rows (ptrdiff_t) */
-template <class I>
-static inline void pyopnb_products(const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i,
-                                   int nset, int fresh, int base_step, int point_step, double* const* pr,
-                                   double* const* acc) {
-    if (fresh) {
+#if PYOPNB_DISPATCH
+/* pyopnb_products_n with four classes a register (AVX2). Lanes past K are
+ * masked (not loaded, not tested, not stored). A lane whose product left
+ * the range goes again on its own, as pyopnb_mul2 takes each lane: the
+ * same numbers as the SSE2 path. */
+template <int NS, bool FRESH, class I>
+__attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
+        const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i, int base_step,
+        int point_step, double* const* pr, double* const* acc) {
+    const __m256d lo = _mm256_set1_pd(PYOPNB_PROD_LO), hi = _mm256_set1_pd(PYOPNB_PROD_HI);
+    const __m256d one = _mm256_set1_pd(1.0);
+#define PYOPNB_ROW(j, r) (base[(j) * base_step + (r)] + (ptrdiff_t)idx[r][i + (j) * point_step] * K)
+    for (int k = 0; k < K; k += 4) {
+        const int m = K - k < 4 ? K - k : 4, mbits = (1 << m) - 1;
+        const __m256i mask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(m), _mm256_set_epi64x(3, 2, 1, 0));
+        __m256d q[NS], in[NS];
+        for (int j = 0; j < NS; ++j) {
+            q[j] = FRESH ? one : _mm256_maskload_pd(pr[j] + k, mask);
+            in[j] = _mm256_castsi256_pd(_mm256_set1_epi32(-1));
+        }
+        for (int r = 0; r < nrow; ++r) {
+            for (int j = 0; j < NS; ++j) {
+                q[j] = _mm256_mul_pd(q[j], _mm256_maskload_pd(PYOPNB_ROW(j, r) + k, mask));
+                in[j] = _mm256_and_pd(in[j], _mm256_and_pd(_mm256_cmp_pd(q[j], lo, _CMP_GE_OQ),
+                                                           _mm256_cmp_pd(q[j], hi, _CMP_LE_OQ)));
+            }
+        }
+        for (int j = 0; j < NS; ++j) {
+            double qv[4];
+            _mm256_storeu_pd(qv, q[j]);
+            const int ok = _mm256_movemask_pd(in[j]) & mbits;
+            for (int l = 0; l < m; ++l) {
+                if (!(ok >> l & 1)) {
+                    double p = FRESH ? 1.0 : pr[j][k + l], a = FRESH ? 0.0 : acc[j][k + l];
+                    for (int r = 0; r < nrow; ++r) {
+                        const double f = PYOPNB_ROW(j, r)[k + l], t = p * f;
+                        if (t >= PYOPNB_PROD_LO && t <= PYOPNB_PROD_HI) {
+                            p = t;
+                        } else {
+                            a = a + log(p);
+                            p = f;
+                        }
+                    }
+                    qv[l] = p;
+                    acc[j][k + l] = a;
+                } else if (FRESH) {
+                    acc[j][k + l] = 0.0;
+                }
+                pr[j][k + l] = qv[l];
+            }
+        }
+    }
+#undef PYOPNB_ROW
+}
+
+#endif
+
+/* pyopnb_products_n or its AVX2 form, chosen at compile time (the drivers
+ * below are compiled once for each path) */
+template <bool AVX2, int NS, bool FRESH, class I>
+static inline __attribute__((always_inline)) void pyopnb_products_on(
+        const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i, int base_step,
+        int point_step, double* const* pr, double* const* acc) {
+#if PYOPNB_DISPATCH
+    if (AVX2) {
+        pyopnb_products_n_avx2<NS, FRESH, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+        return;
+    }
+#endif
+    pyopnb_products_n<NS, FRESH, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+}
+
+/* The drivers run their loop over the points inside the vector path's own
+ * function, so that the per-point kernel is inlined there; every path gives
+ * the same bits (level: pyopnb_simd_best's). PYOPNB_ON_PATH(level, name,
+ * args) calls name<true>(args) in an AVX2 function where level >= 1, else
+ * name<false>(args). */
+#if PYOPNB_DISPATCH
+#define PYOPNB_AVX2_FN(name, params, args) \
+    __attribute__((target("avx2"))) static void name##_avx2 params { name<true> args; }
+#define PYOPNB_ON_PATH(level, name, args) \
+    do { if ((level) >= 1) name##_avx2 args; else name<false> args; } while (0)
+#else
+#define PYOPNB_AVX2_FN(name, params, args)
+#define PYOPNB_ON_PATH(level, name, args) name<false> args
+#endif
+
+/* Grid tables: the m points i0.. of a block, started empty, each into its
+ * rows of pr1, acc1 (and of pr2, acc2 where nset = 2) [m, K], the tables
+ * read at the points' cells (base_step: the second set's offset in base) */
+template <bool AVX2>
+static inline __attribute__((always_inline)) void pyopnb_block_products_on(
+        const double* const* base, const int* const* idx, int nrow, int K, ptrdiff_t i0, ptrdiff_t m, int nset,
+        int base_step, double* pr1, double* pr2, double* acc1, double* acc2) {
+    for (ptrdiff_t j = 0; j < m; ++j) {
+        double* pr[2] = {pr1 + j * K, nset == 2 ? pr2 + j * K : NULL};
+        double* ac[2] = {acc1 + j * K, nset == 2 ? acc2 + j * K : NULL};
         if (nset == 2)
-            pyopnb_products_n<2, true, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+            pyopnb_products_on<AVX2, 2, true, int>(base, idx, nrow, K, i0 + j, base_step, 0, pr, ac);
         else
-            pyopnb_products_n<1, true, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
-    } else {
-        if (nset == 2)
-            pyopnb_products_n<2, false, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
-        else
-            pyopnb_products_n<1, false, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+            pyopnb_products_on<AVX2, 1, true, int>(base, idx, nrow, K, i0 + j, base_step, 0, pr, ac);
     }
 }
-
-static inline void pyopnb_products_at_cells(const double* const* base, const int* const* idx, int nrow, int K,
-                                            ptrdiff_t i, int nset, int fresh, int base_step, int point_step,
-                                            double* const* pr, double* const* acc) {
-    pyopnb_products<int>(base, idx, nrow, K, i, nset, fresh, base_step, point_step, pr, acc);
+#define PYOPNB_BLOCK_PARAMS (const double* const* base, const int* const* idx, int nrow, int K, ptrdiff_t i0, \
+                             ptrdiff_t m, int nset, int base_step, double* pr1, double* pr2, double* acc1, \
+                             double* acc2)
+#define PYOPNB_BLOCK_ARGS (base, idx, nrow, K, i0, m, nset, base_step, pr1, pr2, acc1, acc2)
+PYOPNB_AVX2_FN(pyopnb_block_products_on, PYOPNB_BLOCK_PARAMS, PYOPNB_BLOCK_ARGS)
+static inline void pyopnb_block_products(int level, const double* const* base, const int* const* idx, int nrow,
+                                         int K, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step, double* pr1,
+                                         double* pr2, double* acc1, double* acc2) {
+    PYOPNB_ON_PATH(level, pyopnb_block_products_on, PYOPNB_BLOCK_ARGS);
 }
 
-static inline void pyopnb_products_at_rows(const double* const* base, const ptrdiff_t* const* idx, int nrow,
-                                           int K, ptrdiff_t i, int nset, int fresh, int base_step, int point_step,
-                                           double* const* pr, double* const* acc) {
-    pyopnb_products<ptrdiff_t>(base, idx, nrow, K, i, nset, fresh, base_step, point_step, pr, acc);
+/* Columns' sums at the points' sorted rows: points i0..i1-1 continued (or
+ * started empty, fresh) into pr, acc [n, K], two points at a time (their
+ * chains overlap) */
+template <bool AVX2>
+static inline __attribute__((always_inline)) void pyopnb_rows_products_on(
+        const double* const* base, const ptrdiff_t* const* idx, int nrow, int K, double* pr, double* acc,
+        int fresh, ptrdiff_t i0, ptrdiff_t i1) {
+    for (ptrdiff_t i = i0; i < i1; i += 2) {
+        double* p[2] = {pr + i * K, pr + (i + 1) * K};
+        double* a[2] = {acc + i * K, acc + (i + 1) * K};
+        if (i + 1 < i1) {
+            if (fresh) pyopnb_products_on<AVX2, 2, true, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 2, false, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+        } else {
+            if (fresh) pyopnb_products_on<AVX2, 1, true, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 1, false, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+        }
+    }
+}
+#define PYOPNB_ROWS_PARAMS (const double* const* base, const ptrdiff_t* const* idx, int nrow, int K, double* pr, \
+                            double* acc, int fresh, ptrdiff_t i0, ptrdiff_t i1)
+#define PYOPNB_ROWS_ARGS (base, idx, nrow, K, pr, acc, fresh, i0, i1)
+PYOPNB_AVX2_FN(pyopnb_rows_products_on, PYOPNB_ROWS_PARAMS, PYOPNB_ROWS_ARGS)
+static inline void pyopnb_rows_products(int level, const double* const* base, const ptrdiff_t* const* idx,
+                                        int nrow, int K, double* pr, double* acc, int fresh, ptrdiff_t i0,
+                                        ptrdiff_t i1) {
+    PYOPNB_ON_PATH(level, pyopnb_rows_products_on, PYOPNB_ROWS_ARGS);
 }
 
 /* pr[k] = acc[k] + log(pr[k]) for k < n: the logs of the products kept by
@@ -183,6 +296,98 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
         bsum = bsum + (shared ? c * D[k] : c * D[k] / h[k]);
     }
     return shared ? 0.0 - bsum / h[0] : 0.0 - bsum;
+}
+
+#if PYOPNB_DISPATCH
+/* pyopnb_grad_point with four classes a register (AVX2): each lane does the
+ * SSE2 code's operations in its order, and the classes' terms go into the
+ * sum one by one in class order, so the bits are the same; a row of three
+ * classes takes one pass where SSE2 takes a pair and a scalar class. Lanes
+ * past K are masked: no load, no store. */
+__attribute__((target("avx2"))) static inline double pyopnb_grad_point_avx2(
+        const double* S, const double* D, double* W, const double* post, int y, int K, const double* h,
+        int shared, int fresh) {
+    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+    const __m256d yd = _mm256_set1_pd((double)y);
+    double bsum = 0.0;
+    for (int k = 0; k < K; k += 4) {
+        const int m = K - k < 4 ? K - k : 4;
+        const __m256i mask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(m), _mm256_set_epi64x(3, 2, 1, 0));
+        const __m256d f = _mm256_maskload_pd(S + k, mask);
+        /* f > 0, false for NaN (and for the masked lanes' zeros) */
+        const __m256d pos = _mm256_cmp_pd(f, zero, _CMP_GT_OQ);
+        const __m256d fs = _mm256_blendv_pd(one, f, pos);
+        const __m256d kk = _mm256_set_pd((double)(k + 3), (double)(k + 2), (double)(k + 1), (double)k);
+        const __m256d ind = _mm256_and_pd(_mm256_cmp_pd(kk, yd, _CMP_EQ_OQ), one);
+        const __m256d q = _mm256_div_pd(_mm256_sub_pd(ind, _mm256_maskload_pd(post + k, mask)), fs);
+        const __m256d c = _mm256_and_pd(q, pos);
+        const __m256d w = _mm256_add_pd(fresh ? zero : _mm256_maskload_pd(W + k, mask), c);
+        __m256d cd = _mm256_mul_pd(c, _mm256_maskload_pd(D + k, mask));
+        if (!shared) cd = _mm256_div_pd(cd, _mm256_blendv_pd(one, _mm256_maskload_pd(h + k, mask),
+                                                             _mm256_castsi256_pd(mask)));
+        double wv[4], cv[4];
+        _mm256_storeu_pd(wv, w);
+        _mm256_storeu_pd(cv, cd);
+        for (int l = 0; l < m; ++l) {
+            W[k + l] = wv[l];
+            bsum = bsum + cv[l];
+        }
+    }
+    return shared ? 0.0 - bsum / h[0] : 0.0 - bsum;
+}
+#endif
+
+/* The points as evaluation points in one column of the gradient, in order:
+ * dz[i] = pyopnb_grad_point at point i (i0 <= i < i1) of the tables S, D
+ * [., K] read at the point's row at[i] (a grid cell: weights W by cell,
+ * R's binned gradient; or a sorted row: weights by point, W + i K, started
+ * fresh, the exact passes), with its posteriors post[i K] and class y[i] */
+template <bool AVX2, class I, bool W_OWN>
+static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
+        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, ptrdiff_t i0,
+        ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    for (ptrdiff_t i = i0; i < i1; ++i) {
+        const ptrdiff_t e = (ptrdiff_t)at[i] * K;
+        double* w = W_OWN ? W + i * K : W + e;
+#if PYOPNB_DISPATCH
+        if (AVX2) {
+            dz[i] = pyopnb_grad_point_avx2(S + e, D + e, w, post + i * K, y[i], K, h, shared, W_OWN);
+            continue;
+        }
+#endif
+        dz[i] = pyopnb_grad_point(S + e, D + e, w, post + i * K, y[i], K, h, shared, W_OWN);
+    }
+}
+template <bool AVX2>
+static inline __attribute__((always_inline)) void pyopnb_grad_cells_on(
+        const double* S, const double* D, double* W, const int* at, const double* post, const int* y, ptrdiff_t i0,
+        ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    pyopnb_grad_points_on<AVX2, int, false>(S, D, W, at, post, y, i0, i1, K, h, shared, dz);
+}
+template <bool AVX2>
+static inline __attribute__((always_inline)) void pyopnb_grad_rows_on(
+        const double* S, const double* D, double* W, const ptrdiff_t* at, const double* post, const int* y,
+        ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    pyopnb_grad_points_on<AVX2, ptrdiff_t, true>(S, D, W, at, post, y, i0, i1, K, h, shared, dz);
+}
+#define PYOPNB_GRAD_ARGS (S, D, W, at, post, y, i0, i1, K, h, shared, dz)
+PYOPNB_AVX2_FN(pyopnb_grad_cells_on, (const double* S, const double* D, double* W, const int* at, const double* post,
+                                      const int* y, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared,
+                                      double* dz), PYOPNB_GRAD_ARGS)
+PYOPNB_AVX2_FN(pyopnb_grad_rows_on, (const double* S, const double* D, double* W, const ptrdiff_t* at,
+                                     const double* post, const int* y, ptrdiff_t i0, ptrdiff_t i1, int K,
+                                     const double* h, int shared, double* dz), PYOPNB_GRAD_ARGS)
+
+static inline void pyopnb_grad_points_at_cells(int level, const double* S, const double* D, double* W,
+                                               const int* at, const double* post, const int* y, ptrdiff_t i0,
+                                               ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    PYOPNB_ON_PATH(level, pyopnb_grad_cells_on, PYOPNB_GRAD_ARGS);
+}
+
+static inline void pyopnb_grad_points_at_rows(int level, const double* S, const double* D, double* W,
+                                              const ptrdiff_t* at, const double* post, const int* y, ptrdiff_t i0,
+                                              ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    PYOPNB_ON_PATH(level, pyopnb_grad_rows_on, PYOPNB_GRAD_ARGS);
 }
 
 #endif

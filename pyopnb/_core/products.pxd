@@ -4,17 +4,23 @@
 cdef extern from "_core/products.h" nogil:
     # dst[k] = src[k] for k < K: a short row
     void pyopnb_copy_row(const double* src, int K, double* dst)
-    # running products over the columns, logged once (see products.h): nset (1
-    # or 2) products continued (or started empty, fresh) through nrow columns,
-    # each a table read at the points' grid cells or at their rows
-    void pyopnb_products_at_cells(const double* const* base, const int* const* idx, int nrow, int K,
-                                  Py_ssize_t i, int nset, bint fresh, int base_step, int point_step,
-                                  double* const* pr, double* const* acc)
-    void pyopnb_products_at_rows(const double* const* base, const Py_ssize_t* const* idx, int nrow, int K,
-                                 Py_ssize_t i, int nset, bint fresh, int base_step, int point_step,
-                                 double* const* pr, double* const* acc)
+    # running products over the columns, logged once (see products.h), on the
+    # vector path level: a block of m points at their grid cells, started
+    # empty, nset (1 or 2) table sets at once; and points i0..i1-1 at their
+    # sorted rows, continued (or started empty, fresh)
+    void pyopnb_block_products(int level, const double* const* base, const int* const* idx, int nrow, int K,
+                               Py_ssize_t i0, Py_ssize_t m, int nset, int base_step, double* pr1, double* pr2,
+                               double* acc1, double* acc2)
+    void pyopnb_rows_products(int level, const double* const* base, const Py_ssize_t* const* idx, int nrow, int K,
+                              double* pr, double* acc, bint fresh, Py_ssize_t i0, Py_ssize_t i1)
     # the products' logs
     void pyopnb_log_products(Py_ssize_t n, double* pr, const double* acc)
-    # one point as an evaluation point in one column of the gradient
-    double pyopnb_grad_point(const double* S, const double* D, double* W, const double* post,
-                             int y, int K, const double* h, bint shared, bint fresh)
+    # points i0..i1-1 as evaluation points in one column, on the vector path
+    # level: tables read at the grid cells (weights by cell) or at the sorted
+    # rows (weights by point, started fresh)
+    void pyopnb_grad_points_at_cells(int level, const double* S, const double* D, double* W, const int* cells,
+                                     const double* post, const int* y, Py_ssize_t i0, Py_ssize_t i1, int K,
+                                     const double* h, bint shared, double* dz)
+    void pyopnb_grad_points_at_rows(int level, const double* S, const double* D, double* W,
+                                    const Py_ssize_t* rows, const double* post, const int* y, Py_ssize_t i0,
+                                    Py_ssize_t i1, int K, const double* h, bint shared, double* dz)

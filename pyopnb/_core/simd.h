@@ -1,0 +1,26 @@
+/* The vector paths chosen at run time: PYOPNB_DISPATCH where the compiler
+ * builds functions for AVX2 and AVX-512 beside the SSE2 baseline, and the
+ * widest path this CPU runs. A path's kernels do the baseline's operations
+ * lane by lane in its order, so every path gives the same bits
+ * (PYOPNB_SIMD caps the path, for the tests and the fingerprint).
+ */
+#ifndef PYOPNB_SIMD_H
+#define PYOPNB_SIMD_H
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define PYOPNB_DISPATCH 1
+#else
+#define PYOPNB_DISPATCH 0
+#endif
+
+/* The widest vector path this CPU runs: 2 (AVX-512), 1 (AVX2), 0 (SSE2, the x86-64 baseline). */
+static inline int pyopnb_simd_best(void) {
+#if PYOPNB_DISPATCH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 2;
+    if (__builtin_cpu_supports("avx2")) return 1;
+#endif
+    return 0;
+}
+
+#endif
