@@ -59,8 +59,8 @@ cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, 
     return out
 
 
-cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0, Py_ssize_t m,
-                          double* pr1, double* pr2, double* acc1, double* acc2) noexcept nogil:
+cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0,
+                          Py_ssize_t m, double* pr1, double* pr2, double* acc1, double* acc2) noexcept nogil:
     """pr1, acc1 (and pr2, acc2 where nset = 2) [m, K]: for the points
     i0..i0+m-1, the product over the columns (in order) of their density
     tables at the points' cells (ptrs: _column_pointers'), kept as
@@ -545,8 +545,8 @@ cdef class RGridTables(GridTables):
                 i0 = b * B
                 m = min(B, n - i0)
                 lf = &av[tid, 0]
-                _block_products(self.wk.P.simd, pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &lf[B * K], &lf[2 * B * K],
-                                &lf[3 * B * K])
+                _block_products(self.wk.P.simd, pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &lf[B * K],
+                                &lf[2 * B * K], &lf[3 * B * K])
                 for j in range(m):
                     tv[i0 + j] = _row_posterior_products(&lf[j * K], &lf[(2 * B + j) * K], &PI[0], &lpv[0], K,
                                                          y[i0 + j], NULL, True, &lf[4 * B * K])

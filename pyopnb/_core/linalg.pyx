@@ -33,8 +33,8 @@ cdef extern from "_core/linalg.h" nogil:
                             Py_ssize_t q, Py_ssize_t qp, double* C, double* buf, int nthr)
     int PYOPNB_XP_ROWS
 
-__all__ = ["simd", "simd_level", "simd_levels", "crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array",
-           "c_exp_array"]
+__all__ = ["simd", "simd_level", "simd_levels", "crossprod", "crossprod_t", "matmul", "eigh", "orthonormal",
+           "c_log_array", "c_exp_array"]
 
 _LEVELS = ("sse2", "avx2", "avx512")
 

@@ -189,7 +189,8 @@ cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, do
         pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, 0, n)
     else:
         for b in prange(nthr, num_threads=nthr, schedule='static'):
-            pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, b * n // nthr, (b + 1) * n // nthr)
+            pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, b * n // nthr,
+                                 (b + 1) * n // nthr)
     free(base); free(idx)
     return 0
 

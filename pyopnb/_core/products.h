@@ -107,7 +107,7 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
 
 #if PYOPNB_DISPATCH
 /* pyopnb_products_n with four classes a register (AVX2). Lanes past K are
- * masked (not loaded, not tested, not stored). A lane whose product left
+ * masked: not loaded, their range tests ignored, not stored. A lane whose product left
  * the range goes again on its own, as pyopnb_mul2 takes each lane: the
  * same numbers as the SSE2 path. */
 template <int NS, bool FRESH, class I>
