@@ -26,16 +26,6 @@
 #define PYOPNB_XP_LB 4
 #define PYOPNB_XP_NV 3
 
-/* the vector of W doubles (GCC's vector extension takes no size that
- * depends on a template parameter) */
-typedef double pyopnb_d2 __attribute__((vector_size(16), aligned(8)));
-typedef double pyopnb_d4 __attribute__((vector_size(32), aligned(8)));
-typedef double pyopnb_d8 __attribute__((vector_size(64), aligned(8)));
-template <int W> struct pyopnb_dvec;
-template <> struct pyopnb_dvec<2> { typedef pyopnb_d2 type; };
-template <> struct pyopnb_dvec<4> { typedef pyopnb_d4 type; };
-template <> struct pyopnb_dvec<8> { typedef pyopnb_d8 type; };
-
 /* C[l:l+LB, t0:t0+NV W] += A[0:m, l:l+LB]' B[0:m, t0:t0+NV W], rows in order */
 template <int W, int LB, int NV>
 static inline __attribute__((always_inline)) void pyopnb_xp_tile(

@@ -6,7 +6,7 @@ from cython.parallel cimport prange
 
 cdef extern from "_core/project.h" nogil:
     # R rows of Z' = (X V)' in R's summation order
-    void pyopnb_project_rows(const double* x, int R, Py_ssize_t p, const double* V, Py_ssize_t ndp,
+    void pyopnb_project_rows(int level, const double* x, int R, Py_ssize_t p, const double* V, Py_ssize_t ndp,
                              Py_ssize_t nd, double* zt, Py_ssize_t n)
 
 
@@ -25,9 +25,10 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], nd = V.shape[1], i
     if V.shape[0] != p:
         raise ValueError("V must have as many rows as X has columns")
-    # V padded to an even number of columns: the kernel takes them in pairs
-    if nd % 2:
-        Vc = np.zeros((p, nd + 1))
+    # V padded with zero columns to a multiple of 8: each vector path loads
+    # whole registers of columns (2, 4 or 8)
+    if nd % 8:
+        Vc = np.zeros((p, nd + 8 - nd % 8))
         Vc[:, :nd] = V
     else:
         Vc = V
@@ -44,8 +45,11 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     cdef const double* vp = &vc[0, 0] if p > 0 else NULL
     cdef const double* xp
     cdef Py_ssize_t nblk = (n + _ROWS - 1) // _ROWS
+    # imported here: linalg imports this module
+    from pyopnb._core.linalg import simd_level
+    cdef int level = simd_level()
     with nogil:
         for i in prange(nblk, num_threads=max(1, num_threads), schedule="static"):
             xp = &X[i * _ROWS, 0] if p > 0 else NULL
-            pyopnb_project_rows(xp, <int> min(_ROWS, n - i * _ROWS), p, vp, ndp, nd, &zt[0, i * _ROWS], n)
+            pyopnb_project_rows(level, xp, <int> min(_ROWS, n - i * _ROWS), p, vp, ndp, nd, &zt[0, i * _ROWS], n)
     return Zt

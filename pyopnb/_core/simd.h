@@ -13,6 +13,16 @@
 #define PYOPNB_DISPATCH 0
 #endif
 
+/* the vector of W doubles, loaded and stored unaligned (GCC's vector
+ * extension takes no size that depends on a template parameter) */
+typedef double pyopnb_d2 __attribute__((vector_size(16), aligned(8)));
+typedef double pyopnb_d4 __attribute__((vector_size(32), aligned(8)));
+typedef double pyopnb_d8 __attribute__((vector_size(64), aligned(8)));
+template <int W> struct pyopnb_dvec;
+template <> struct pyopnb_dvec<2> { typedef pyopnb_d2 type; };
+template <> struct pyopnb_dvec<4> { typedef pyopnb_d4 type; };
+template <> struct pyopnb_dvec<8> { typedef pyopnb_d8 type; };
+
 /* The widest vector path this CPU runs: 2 (AVX-512), 1 (AVX2), 0 (SSE2, the x86-64 baseline). */
 static inline int pyopnb_simd_best(void) {
 #if PYOPNB_DISPATCH
