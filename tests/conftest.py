@@ -37,13 +37,13 @@ def many_cores(monkeypatch):
 @pytest.fixture
 def every_path(monkeypatch):
     """Run a function under each vector path this CPU has (PYOPNB_SIMD)."""
-    from pyopnb._core import linalg
+    from pyopnb._core import simd
 
     def run(fn):
         out = []
-        for level in linalg.simd_levels():
+        for level in simd.simd_levels():
             monkeypatch.setenv("PYOPNB_SIMD", level)
-            assert linalg.simd() == level
+            assert simd.simd() == level
             out.append(fn())
         monkeypatch.delenv("PYOPNB_SIMD")
         return out

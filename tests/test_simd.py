@@ -7,7 +7,7 @@ logs. Paths the CPU lacks are left out by ``every_path``."""
 import numpy as np
 import pytest
 
-from pyopnb._core import linalg, passes as _passes
+from pyopnb._core import passes as _passes, simd
 from pyopnb.ksum import DEFAULT_BETA
 from pyopnb.objective import df_NB_normalised, f_NB_normalised, objective_and_gradient
 
@@ -70,9 +70,9 @@ def test_products_out_of_range_have_the_same_bits_on_every_path(every_path, K, n
 
 
 def test_simd_level_names_the_path(monkeypatch):
-    levels = linalg.simd_levels()
+    levels = simd.simd_levels()
     assert levels[0] == "sse2"
     monkeypatch.setenv("PYOPNB_SIMD", "sse2")
-    assert linalg.simd() == "sse2" and linalg.simd_level() == 0
+    assert simd.simd() == "sse2" and simd.simd_level() == 0
     monkeypatch.setenv("PYOPNB_SIMD", "avx512")  # a cap: never wider than the CPU's widest
-    assert linalg.simd() == levels[-1] and linalg.simd_level() == len(levels) - 1
+    assert simd.simd() == levels[-1] and simd.simd_level() == len(levels) - 1

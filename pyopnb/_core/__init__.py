@@ -13,8 +13,7 @@ Evaluations of l, one interface (``evaluator.pxd``), made once per fit:
     products.h  a point's class densities multiplied over the columns, and its
                 gradient terms (SSE2, and AVX2 where the CPU has it)
     decay.h     the kernel's decays over a gap; sweep.h the recursion's
-                one-thread sweep; lanes.h the two-lane vector type; simd.h
-                the vector path chosen at run time
+                one-thread sweep; lanes.h the two-lane vector type
 
 R's arithmetic, to R's bits:
     project     Z = X V in reference BLAS's order (project.h)
@@ -23,7 +22,8 @@ R's arithmetic, to R's bits:
     eigen       R's eigen: reference LAPACK's dsyevr, ported (reflapack.h)
     lbfgsb      R's optim L-BFGS-B
 
-Others: scratch (the one pool of scratch memory: every module's buffers,
+Others: simd (the kernels' vector path, SSE2, AVX2 or AVX-512, chosen at
+run time; simd.h), scratch (the one pool of scratch memory: every module's buffers,
 and the core's NumPy arrays inside ``scratch.arrays()``), sort (argsorts),
 gaussian (OPGD's objective), testing (entry points for tests to pieces
 called from C only), common.pxd / threads.h (OpenMP's thread numbers).

@@ -64,7 +64,7 @@ cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, in
     """pr1, acc1 (and pr2, acc2 where nset = 2) [m, K]: for the points
     i0..i0+m-1, the product over the columns (in order) of their density
     tables at the points' cells (ptrs: _column_pointers'), kept as
-    pyopnb_products keeps them, as passes.pyx's class_products; two tables
+    pyopnb_products_n keeps them, as passes.pyx's class_products; two tables
     at once where nset = 2; level: the vector path."""
     pyopnb_block_products(level, <const double* const*> &ptrs[0, 0], <const int* const*> &ptrs[2, 0], ncol, K,
                           i0, m, nset, <int> ptrs.shape[1], pr1, pr2, acc1, acc2)
@@ -724,7 +724,7 @@ cdef class RGridTables(GridTables):
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Classes* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
-        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, e
+        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
         cdef double[:, ::1] dv = dZ
         cdef double* DW = _data_or_null(self._W)
         cdef double* Tc = _data_or_null(self._cell_decays)

@@ -1,5 +1,5 @@
 /* Two lanes of doubles (SSE2, the x86-64 baseline), for the compiled core's
- * vector kernels (decay.h, products.h, sweep.h, linalg.h).
+ * vector kernels (decay.h, and through it sweep.h; products.h).
  *
  * Each lane does the scalar code's operations in the scalar code's order, so
  * the bits are the same as the loops they replace; only independent

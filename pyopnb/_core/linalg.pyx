@@ -12,70 +12,29 @@ reference BLAS adds products in index order, and R's own sums accumulate in
 long double.
 
 Threads split the outputs, never a sum, so the count does not change a bit.
-The crossproduct's vector paths (SSE2, AVX2, AVX-512, chosen at run time)
-run across independent outputs and give the same bits; ``PYOPNB_SIMD``
-(sse2, avx2, avx512) caps the path, for tests.
+The crossproduct's vector paths (SSE2, AVX2, AVX-512, chosen at run time:
+``pyopnb._core.simd``) run across independent outputs and give the same
+bits.
 """
 
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, exp as c_exp, log as c_log
-from libc.stdlib cimport malloc, calloc, free, getenv
+from libc.stdlib cimport malloc, calloc, free
 
 from pyopnb._core.project import project
+from pyopnb._core.simd cimport simd_path
 
 cnp.import_array()
 
 cdef extern from "_core/linalg.h" nogil:
-    int pyopnb_simd_best()
     void pyopnb_crossprod_t(int level, const double* A, Py_ssize_t n, Py_ssize_t p, const double* Bt,
                             Py_ssize_t q, Py_ssize_t qp, double* C, double* buf, int nthr)
     int PYOPNB_XP_ROWS
 
-__all__ = ["simd", "simd_level", "simd_levels", "crossprod", "crossprod_t", "matmul", "eigh", "orthonormal",
-           "c_log_array", "c_exp_array"]
+__all__ = ["crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array", "c_exp_array"]
 
-_LEVELS = ("sse2", "avx2", "avx512")
-
-
-def simd_levels():
-    """The vector paths this CPU runs, narrowest first."""
-    return list(_LEVELS[: pyopnb_simd_best() + 1])
-
-
-_level_of = {}  # PYOPNB_SIMD's value -> the path (read on every call: tests change it)
-
-
-cdef int _level() except -1:
-    # the C library's getenv: os.environ writes through to it, and it needs
-    # no Python mapping built at every crossproduct
-    cdef const char* env = getenv(b"PYOPNB_SIMD")
-    raw = b"" if env == NULL else <bytes>env
-    level = _level_of.get(raw)
-    if level is None:
-        level = _level_of[raw] = _level_for(raw)
-    return level
-
-
-cdef int _level_for(bytes raw) except -1:
-    best = pyopnb_simd_best()
-    cap = raw.decode(errors="replace").strip().lower()
-    if not cap:
-        return best
-    if cap not in _LEVELS:
-        raise ValueError(f"PYOPNB_SIMD must be one of {', '.join(_LEVELS)}, got {cap!r}")
-    return min(best, _LEVELS.index(cap))
-
-
-def simd():
-    """The vector path the compiled core takes (PYOPNB_SIMD caps it)."""
-    return _LEVELS[_level()]
-
-
-def simd_level():
-    """:func:`simd` as its index in :func:`simd_levels` (0 SSE2, 1 AVX2, 2 AVX-512)."""
-    return _level()
 
 
 def crossprod(A, B, int num_threads):
@@ -95,7 +54,7 @@ def crossprod_t(const double[:, ::1] A, const double[:, ::1] Bt, int num_threads
     cdef Py_ssize_t qp = ((q + 7) // 8) * 8
     C = np.empty((p, qp))
     cdef double[:, ::1] cv = C
-    cdef int level = _level(), nthr = max(1, num_threads)
+    cdef int level = simd_path(), nthr = max(1, num_threads)
     buf = np.empty(max(1, min(p, nthr)) * PYOPNB_XP_ROWS * qp)  # a block of B per thread
     cdef double[::1] bv = buf
     if n == 0 or p == 0 or q == 0:

@@ -25,9 +25,9 @@ from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_m
 from pyopnb._core.products cimport pyopnb_grad_points_at_rows, pyopnb_log_products, pyopnb_rows_products
 from pyopnb._core.sort cimport _argsort_hinted
 from pyopnb._core.evaluator cimport Evaluator
+from pyopnb._core.simd cimport simd_path
 
 from pyopnb._core.posteriors import product_posteriors
-from pyopnb._core.linalg import simd_level
 
 cnp.import_array()
 
@@ -171,12 +171,12 @@ cdef void _column_sums(const Classes* P, Column* col, const double* z, const dou
 cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, double* acc,
                            bint fresh, int nthr) noexcept nogil:
     """The wave's columns' densities into each point's running products
-    pr, acc [n, K] (pyopnb_products; started empty where ``fresh``: the
+    pr, acc [n, K] (pyopnb_rows_products; started empty where ``fresh``: the
     first wave), in column order whatever the waves and threads. Points are
     independent: any split will do. -1: out of memory."""
     cdef Py_ssize_t n = P.n
     cdef int b, c
-    # the columns' sums and their rows, as pyopnb_products reads them
+    # the columns' sums and their rows, as pyopnb_rows_products reads them
     cdef const double** base = <const double**> malloc(w * sizeof(double*))
     cdef const Py_ssize_t** idx = <const Py_ssize_t**> malloc(w * sizeof(Py_ssize_t*))
     if base == NULL or idx == NULL:
@@ -354,7 +354,7 @@ cdef class ColumnScratch:
         self.P.nbin = nbin
         self.P.eps = eps
         # PYOPNB_SIMD read once a fit: every path gives the same bits
-        self.P.simd = simd_level()
+        self.P.simd = simd_path()
         if beta.shape[0] < 1 or beta.shape[0] > _MAX_ORDER + 1:
             raise ValueError("beta must have 1 to %d entries" % (_MAX_ORDER + 1))
         _make_kernel(&beta[0], beta.shape[0], &self.P.ker)
@@ -498,14 +498,14 @@ def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                    int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
                    int num_threads, ColumnScratch scratch=None):
     """(pr, acc) [n, K]: prod_t f_kt(z_it) = pr[i, k] exp(acc[i, k]) as
-    pyopnb_products keeps them (acc 0 where the product stayed in range);
+    pyopnb_products_n keeps them (acc 0 where the product stayed in range);
     Zt is [ndim, n]. ``scratch``: a ColumnScratch made for these arguments,
     kept between calls.
 
     The columns go in waves (see _wave): each column of a wave is set up
     and summed on its own thread (the whole team when the wave has one
     column), then every thread multiplies the wave's densities into its
-    points' products (pyopnb_products: never an underflow).
+    points' products (pyopnb_rows_products: never an underflow).
     """
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
     cdef ColumnScratch wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)

@@ -32,7 +32,7 @@ cdef inline double _row_posterior(const double* logf, const double* logprior, in
 cdef inline double _row_posterior_products(const double* pr, const double* acc, const double* PI,
                                            const double* logprior, int K, int y, double* post, bint term,
                                            double* lf) noexcept nogil:
-    """One row from its class densities as pyopnb_products leaves them
+    """One row from its class densities as pyopnb_products_n leaves them
     (f_k = pr[k] exp(acc[k])): the row's term of l (when ``term``; else 0)
     and (unless post is NULL) its posteriors.
 

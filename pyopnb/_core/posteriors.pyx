@@ -15,7 +15,7 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
                        const double[::1] PI, int num_threads, value_PI=None):
     """(mean log-likelihood, posteriors [n, K]) from class densities kept as
     running products (pr, acc [n, K], f_ik = pr_ik exp(acc_ik):
-    pyopnb_products'), one pass per row (_row_posterior_products).
+    pyopnb_products_n'), one pass per row (_row_posterior_products).
 
     l = mean_i log(PI_{y_i} f_{i, y_i} / sum_k PI_k f_ik); posteriors
     PI_k f_ik / sum_j PI_j f_ij. A row whose own class has density 0 gives

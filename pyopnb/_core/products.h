@@ -29,17 +29,25 @@ static inline void pyopnb_copy_row(const double* src, int K, double* dst) {
 #define PYOPNB_PROD_LO 1e-289
 #define PYOPNB_PROD_HI 1e289
 
-/* one step for two classes, lane by lane: pr = pr s where that stays in
- * range, else the product closed (see above); pyopnb_products' slow path */
+/* one step of one class's product: pr = pr s where that stays in range,
+ * else the product closed (see above); the slow path of every vector path */
+static inline void pyopnb_mul1(double s, double* pr, double* acc) {
+    const double q = *pr * s;
+    if (q >= PYOPNB_PROD_LO && q <= PYOPNB_PROD_HI) {
+        *pr = q;
+    } else {
+        *acc = *acc + log(*pr);
+        *pr = s;
+    }
+}
+
+/* pyopnb_mul1 for two classes, lane by lane */
 static inline void pyopnb_mul2(pyopnb_v2d s, pyopnb_v2d* pr, pyopnb_v2d* acc) {
-    const pyopnb_v2d q = *pr * s;
     for (int l = 0; l < 2; ++l) {
-        if (q[l] >= PYOPNB_PROD_LO && q[l] <= PYOPNB_PROD_HI) {
-            (*pr)[l] = q[l];
-        } else {
-            (*acc)[l] = (*acc)[l] + log((*pr)[l]);
-            (*pr)[l] = s[l];
-        }
+        double p = (*pr)[l], a = (*acc)[l];
+        pyopnb_mul1(s[l], &p, &a);
+        (*pr)[l] = p;
+        (*acc)[l] = a;
     }
 }
 
@@ -107,9 +115,9 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
 
 #if PYOPNB_DISPATCH
 /* pyopnb_products_n with four classes a register (AVX2). Lanes past K are
- * masked: not loaded, their range tests ignored, not stored. A lane whose product left
- * the range goes again on its own, as pyopnb_mul2 takes each lane: the
- * same numbers as the SSE2 path. */
+ * masked: not loaded, their range tests ignored, not stored. A lane whose
+ * product left the range goes again by pyopnb_mul1, as the SSE2 path's
+ * lanes do: the same numbers. */
 template <int NS, bool FRESH, class I>
 __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
         const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i, int base_step,
@@ -139,15 +147,7 @@ __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
             for (int l = 0; l < m; ++l) {
                 if (!(ok >> l & 1)) {
                     double p = FRESH ? 1.0 : pr[j][k + l], a = FRESH ? 0.0 : acc[j][k + l];
-                    for (int r = 0; r < nrow; ++r) {
-                        const double f = PYOPNB_ROW(j, r)[k + l], t = p * f;
-                        if (t >= PYOPNB_PROD_LO && t <= PYOPNB_PROD_HI) {
-                            p = t;
-                        } else {
-                            a = a + log(p);
-                            p = f;
-                        }
-                    }
+                    for (int r = 0; r < nrow; ++r) pyopnb_mul1(PYOPNB_ROW(j, r)[k + l], &p, &a);
                     qv[l] = p;
                     acc[j][k + l] = a;
                 } else if (FRESH) {
@@ -179,7 +179,7 @@ static inline __attribute__((always_inline)) void pyopnb_products_on(
 
 /* The drivers run their loop over the points inside the vector path's own
  * function, so that the per-point kernel is inlined there; every path gives
- * the same bits (level: pyopnb_simd_best's). PYOPNB_ON_PATH(level, name,
+ * the same bits (level: simd.pyx's simd_path). PYOPNB_ON_PATH(level, name,
  * args) calls name<true>(args) in an AVX2 function where level >= 1, else
  * name<false>(args). */
 #if PYOPNB_DISPATCH
@@ -249,7 +249,7 @@ static inline void pyopnb_rows_products(int level, const double* const* base, co
 }
 
 /* pr[k] = acc[k] + log(pr[k]) for k < n: the logs of the products kept by
- * pyopnb_products, in place */
+ * pyopnb_products_n, in place */
 static inline void pyopnb_log_products(ptrdiff_t n, double* pr, const double* acc) {
     for (ptrdiff_t k = 0; k < n; ++k) pr[k] = acc[k] + log(pr[k]);
 }

@@ -94,7 +94,7 @@ __attribute__((target("avx2"))) static void pyopnb_project_avx2(
 }
 #endif
 
-/* pyopnb_project_on on the vector path level (pyopnb_simd_best's), no wider
+/* pyopnb_project_on on the vector path level (simd.pyx's simd_path), no wider
  * than the columns fill: a register mostly of zero columns costs more than
  * it saves (ndim = 1 took 40% longer on AVX2) */
 static inline void pyopnb_project_rows(int level, const double* x, int R, ptrdiff_t p, const double* V,

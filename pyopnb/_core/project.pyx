@@ -4,6 +4,8 @@
 import numpy as np
 from cython.parallel cimport prange
 
+from pyopnb._core.simd cimport simd_path
+
 cdef extern from "_core/project.h" nogil:
     # R rows of Z' = (X V)' in R's summation order
     void pyopnb_project_rows(int level, const double* x, int R, Py_ssize_t p, const double* V, Py_ssize_t ndp,
@@ -45,9 +47,7 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     cdef const double* vp = &vc[0, 0] if p > 0 else NULL
     cdef const double* xp
     cdef Py_ssize_t nblk = (n + _ROWS - 1) // _ROWS
-    # imported here: linalg imports this module
-    from pyopnb._core.linalg import simd_level
-    cdef int level = simd_level()
+    cdef int level = simd_path()
     with nogil:
         for i in prange(nblk, num_threads=max(1, num_threads), schedule="static"):
             xp = &X[i * _ROWS, 0] if p > 0 else NULL

@@ -122,11 +122,11 @@ def main(argv=None) -> int:
     ap.add_argument("--items", action="store_true", help="print each item's hash too")
     args = ap.parse_args(argv)
     from pyopnb import _threads
-    from pyopnb._core import linalg as _linalg
+    from pyopnb._core import simd as _simd
 
     digest, rows = fingerprint()
     settings = {k: os.environ.get(k, "") for k in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES", "PYOPNB_SIMD")}
-    print(f"settings {settings} threads {_threads.resolve()} vector path {_linalg.simd()}", file=sys.stderr)
+    print(f"settings {settings} threads {_threads.resolve()} vector path {_simd.simd()}", file=sys.stderr)
     if args.items:
         for name, h in rows:
             print(f"item {h} {name}")
