@@ -20,13 +20,12 @@ partitions and adds partial sums in a fixed order.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import sys
 import warnings
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Optional
 
-__all__ = ["available_cores", "resolve", "for_blocks", "ThreadCountWarning"]
+__all__ = ["available_cores", "resolve", "ThreadCountWarning"]
 
 
 def available_cores() -> int:
@@ -92,28 +91,3 @@ def resolve(threads: Optional[int] = None) -> int:
 
     count = max(1, int(_ksum.omp_max_threads()))
     return _capped(count, f"OpenMP's thread count, {count} (OMP_NUM_THREADS or a threadpoolctl limit),")
-
-
-_pools: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}
-
-
-def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
-    if threads not in _pools:
-        _pools[threads] = concurrent.futures.ThreadPoolExecutor(max_workers=threads,
-                                                                thread_name_prefix="pyopnb")
-    return _pools[threads]
-
-
-# rows per block of for_blocks: the blocks depend on n alone
-_ROWS = 65536
-
-
-def for_blocks(n: int, fn: Callable[[int, int], Any], threads: int) -> List[Any]:
-    """[fn(s, e) for each block s:e of range(n)], in block order, the blocks
-    run on ``threads`` threads (NumPy releases the GIL). The blocks are
-    fixed by n alone (65536 rows, at most 64)."""
-    nblk = max(1, min(64, -(-n // _ROWS)))
-    edges = [n * b // nblk for b in range(nblk + 1)]
-    if threads == 1 or nblk == 1:
-        return [fn(edges[b], edges[b + 1]) for b in range(nblk)]
-    return list(_pool(threads).map(lambda b: fn(edges[b], edges[b + 1]), range(nblk)))

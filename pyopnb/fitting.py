@@ -275,7 +275,7 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     K = levels.size
     if K < 2:
         raise ValueError(f"y must have at least two classes, found {K}")
-    if not np.any(np.ptp(Xa, axis=0) > 0):
+    if not colstats.any_varies(Xa):
         raise ValueError("no column of X varies (every column is constant): there is nothing to project")
     nd = check_ndim(ndim, d)
     nbin_v = as_nbin(nbin)

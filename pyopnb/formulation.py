@@ -153,11 +153,7 @@ def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, 
     thr = _threads.resolve(threads)
     mu = r_colmeans(X, thr)
     Xc = np.empty((n, d))
-
-    def centre(s: int, e: int) -> None:
-        np.subtract(X[s:e], mu, out=Xc[s:e])
-
-    _threads.for_blocks(n, centre, thr)  # elementwise: the same bits on any blocks
+    colstats.sweep(np.ascontiguousarray(X, dtype=np.float64), mu, Xc, True, thr)
     if scale:
         sd = r_sd(Xc, thr) if n > 1 else np.zeros(d)
         if not np.all(np.isfinite(sd)):
@@ -166,11 +162,7 @@ def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, 
             raise ValueError(f"X's column {col} varies too much for its variance to be a double (values past about "
                              f"1e154): divide X by a constant first")
         scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
-
-        def rescale(s: int, e: int) -> None:
-            np.multiply(Xc[s:e], scales, out=Xc[s:e])
-
-        _threads.for_blocks(n, rescale, thr)
+        colstats.sweep(Xc, scales, Xc, False, thr)
     else:
         scales = np.ones(d)
     return mu, scales, Xc

@@ -94,6 +94,8 @@ def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
         return levels, codes.astype(np.int64)
     if arr.dtype.kind in "OUS":
         items = arr.tolist()
+        if set(map(type, items)) <= {str, np.str_}:
+            return _factor_strings(items)  # no missing value, number or bool to look for item by item
         if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in items):
             raise ValueError("y contains missing values")
         kinds = {type(v) for v in items}
@@ -101,11 +103,16 @@ def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
             return factor(np.asarray(items, dtype=float))
         if kinds <= {bool, np.bool_}:
             return factor(np.asarray(items, dtype=bool))
-        strs = [str(v) for v in items]
-        levels = sort_levels(strs)
-        index = {lev: i for i, lev in enumerate(levels)}
-        return np.asarray(levels, dtype=object), np.array([index[s] for s in strs], dtype=np.int64)
+        return _factor_strings([str(v) for v in items])
     raise ValueError(f"y has an unsupported dtype {arr.dtype}")
+
+
+def _factor_strings(strs: List[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """:func:`factor` of strings: levels in R's order, codes by a lookup per string."""
+    levels = sort_levels(strs)
+    index = {lev: i for i, lev in enumerate(levels)}
+    return (np.asarray(levels, dtype=object),
+            np.fromiter(map(index.__getitem__, strs), dtype=np.int64, count=len(strs)))
 
 
 def factor_values(y: Any) -> Tuple[np.ndarray, np.ndarray, Any]:

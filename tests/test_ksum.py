@@ -231,6 +231,32 @@ def test_radix_argsort_is_numpys_stable_argsort(n):
         np.testing.assert_array_equal(argsort(x, threads), want)
 
 
+@pytest.mark.parametrize("n", [2049, 100_003, (1 << 18) + 1])
+@pytest.mark.parametrize("shape", ["spread", "outlier", "tiny range", "constant", "infinite"])
+def test_one_thread_argsort_is_numpys_stable_argsort(n, shape):
+    """One thread's sort ranks the keys by value in two or three radix passes
+    (n past 2^18: three), then puts each rank's keys in order; keys that do
+    not spread (an outlier that crowds the rest into a few ranks, a range
+    too small to scale, one value, an infinity) go to the full radix sort.
+    Every case is the stable order, ties and -0 == 0 included."""
+    from pyopnb._core.testing import argsort
+
+    rng = np.random.default_rng(n)
+    x = np.round(rng.standard_normal(n), 3)  # ties
+    x[::11] = -0.0
+    x[1::11] = 0.0
+    if shape == "outlier":
+        x[n // 2] = 1e300
+    elif shape == "tiny range":
+        x = 5e-324 * rng.integers(0, 3, n)
+    elif shape == "constant":
+        x[:] = 2.5
+    elif shape == "infinite":
+        x[7] = -np.inf
+    want = np.argsort(x, kind="stable")
+    np.testing.assert_array_equal(argsort(x, 1), want)
+
+
 @pytest.mark.parametrize("n", [1, 3, 150, 2048, 5000])
 def test_hinted_argsort_is_the_stable_argsort_from_any_start(n):
     """The sort that starts from a column's previous order: the stable order

@@ -178,3 +178,30 @@ def test_crossprod_t_threads_own_their_blocks(n, many_cores):
     np.testing.assert_allclose(ref, A.T @ Bt.T, rtol=1e-12, atol=1e-12)
     for threads in (2, 3, 7, 9):
         np.testing.assert_array_equal(_linalg.crossprod_t(A, Bt, threads), ref)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_sweep_is_numpys_broadcast_to_the_bit(threads):
+    """colstats.sweep (R's standardising steps: centre, then scale) against
+    NumPy's X - v and X * v, in place too; any threads give the same bits."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((1001, 7)) * 10.0 ** rng.integers(-5, 5, 7)
+    v = rng.standard_normal(7)
+    out = np.full_like(X, np.nan)
+    colstats.sweep(X, v, out, True, threads)
+    np.testing.assert_array_equal(out, X - v)
+    colstats.sweep(out, v, out, False, threads)
+    np.testing.assert_array_equal(out, (X - v) * v)
+    with pytest.raises(ValueError, match="sweep"):
+        colstats.sweep(X, v[:6], out, True, threads)
+
+
+def test_any_varies_finds_a_single_different_entry():
+    X = np.full((500, 4), 3.0)
+    assert not colstats.any_varies(X)
+    assert not colstats.any_varies(X[:1])
+    X[499, 3] = np.nextafter(3.0, 4.0)
+    assert colstats.any_varies(X)
+    X[:, 3] = 0.0
+    X[499, 3] = -0.0
+    assert not colstats.any_varies(X)  # -0 == 0: no column varies

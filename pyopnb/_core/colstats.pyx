@@ -2,14 +2,15 @@
 # distutils: language = c++
 """R's column statistics, to the bit: colMeans, var, sd, cov, sum, colSums,
 rowSums and column norms, each added in R's order in long double as R adds
-them. Threads take whole columns (or pairs of columns), never a part of one
+them; whether any column varies; and sweep, a vector taken from or
+multiplied into every row. Threads take whole columns (or pairs of columns), never a part of one
 sum, so the count does not change a bit."""
 import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.stdlib cimport malloc, calloc, free
 
-__all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms"]
+__all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms", "sweep", "any_varies"]
 
 
 # rows _col_sums reads at a time
@@ -266,3 +267,33 @@ def col_norms(V):
     if Va.ndim == 1:
         Va = Va.reshape(-1, 1)
     return np.sqrt(r_colsums(np.ascontiguousarray(Va * Va)))
+
+
+def sweep(const double[:, ::1] A, const double[::1] v, double[:, ::1] out, bint subtract, int num_threads):
+    """out = A - v (subtract) or A * v, v taken against every row; out may be
+    A. Each entry is one IEEE operation, so any threads give the same bits
+    (NumPy's broadcast takes a call of its inner loop per short row)."""
+    cdef Py_ssize_t n = A.shape[0], p = A.shape[1], i, j
+    if v.shape[0] != p or out.shape[0] != n or out.shape[1] != p:
+        raise ValueError(f"sweep: A is ({n}, {p}), v ({v.shape[0]},), out ({out.shape[0]}, {out.shape[1]})")
+    with nogil:
+        if subtract:
+            for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
+                for j in range(p):
+                    out[i, j] = A[i, j] - v[j]
+        else:
+            for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
+                for j in range(p):
+                    out[i, j] = A[i, j] * v[j]
+
+
+def any_varies(const double[:, ::1] X):
+    """Whether some column of X (NaN-free) holds two values: read until the
+    first entry that differs from its column's first (a row or two on most
+    data, where a range per column reads all of X)."""
+    cdef Py_ssize_t n = X.shape[0], p = X.shape[1], i, j
+    for i in range(1, n):
+        for j in range(p):
+            if X[i, j] != X[0, j]:
+                return True
+    return False

@@ -6,6 +6,7 @@ counts cost more than sorting a few hundred keys). Both give the one stable
 order, so results do not depend on which runs."""
 import numpy as np
 from cython.parallel cimport prange
+from libc.math cimport INFINITY
 from libc.string cimport memcpy, memset
 
 from pyopnb._core.common cimport _thread_id
@@ -31,6 +32,8 @@ DEF NPASS = 6
 DEF CHUNK = 65536
 DEF RUN = 16
 # an insertion sort from a previous order gives up after this many moves per key
+DEF RANK_TWO_PASSES = 1 << 18
+DEF RANK_MOVES = 4
 DEF HINT_MOVES = 8
 DEF HINT_SLACK = 256
 
@@ -176,13 +179,97 @@ cdef void _small_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* 
             xs[i] = _key_value(a0[i].key)
 
 
+cdef inline Py_ssize_t _rank_digit(unsigned long long key, double lo, double scale, unsigned long long top,
+                                   int shift) noexcept nogil:
+    """Digit `shift` of a key's rank, floor((v - lo) * scale) <= top for its value v."""
+    cdef unsigned long long q = <unsigned long long> ((_key_value(key) - lo) * scale)
+    return min(q, top) >> shift & (NBUCKET - 1)
+
+
+cdef int _rank_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs) noexcept nogil:
+    """The stable argsort of x[:n] on one thread: an LSD radix sort by each
+    key's rank, floor((v - min) * scale) on two or three digits, then an insertion
+    sort by the whole key. The rank rounds monotonically in v, so after the
+    radix passes only keys of one rank can be out of order: the insertion
+    sort moves few. Two passes of 11 bits stand in for the six that the whole
+    key takes. Returns 1 where the keys do not spread evenly enough (a
+    non-finite key, a range that overflows, the insertion sort past
+    RANK_MOVES moves a key): the caller sorts by the whole key; -1 when out of
+    memory."""
+    cdef Py_ssize_t i, j, b, moves = 0, tot, cnt
+    cdef double lo = x[0], hi = x[0], v, scale
+    cdef int p, npass = 2 if n <= RANK_TWO_PASSES else 3
+    cdef KeyIdx item
+    for i in range(n):
+        v = x[i]
+        if v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    scale = (hi - lo) if hi > lo else 0.0
+    if not (scale > 0.0 and scale < INFINITY):
+        return 1            # one value, or a NaN or infinity among them (the comparisons miss NaN)
+    cdef unsigned long long top = (<unsigned long long> 1 << (DIGIT * npass)) - 1
+    scale = (top + 1.0) / scale
+    if not (scale < INFINITY):
+        return 1
+    cdef KeyIdx* a0 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
+    cdef KeyIdx* a1 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
+    cdef Py_ssize_t* counts = <Py_ssize_t*> scratch_alloc(npass * NBUCKET * sizeof(Py_ssize_t))
+    cdef KeyIdx* tmp
+    if a0 == NULL or a1 == NULL or counts == NULL:
+        scratch_free(a0); scratch_free(a1); scratch_free(counts)
+        return -1
+    memset(counts, 0, npass * NBUCKET * sizeof(Py_ssize_t))
+    for i in range(n):
+        a0[i].key = _sort_key(x[i])
+        a0[i].idx = i
+        for p in range(npass):
+            counts[p * NBUCKET + _rank_digit(a0[i].key, lo, scale, top, DIGIT * p)] += 1
+    for p in range(npass):
+        tot = 0
+        for b in range(NBUCKET):
+            cnt = counts[p * NBUCKET + b]
+            counts[p * NBUCKET + b] = tot
+            tot += cnt
+        for i in range(n):
+            b = p * NBUCKET + _rank_digit(a0[i].key, lo, scale, top, DIGIT * p)
+            a1[counts[b]] = a0[i]
+            counts[b] += 1
+        tmp = a0; a0 = a1; a1 = tmp
+    for i in range(1, n):
+        if a0[i - 1].key <= a0[i].key:
+            continue
+        item = a0[i]
+        j = i
+        while j > 0 and a0[j - 1].key > item.key:
+            a0[j] = a0[j - 1]
+            j -= 1
+        a0[j] = item
+        moves += i - j
+        if moves > RANK_MOVES * n:
+            scratch_free(a0); scratch_free(a1); scratch_free(counts)
+            return 1
+    for i in range(n):
+        order[i] = a0[i].idx
+        if xs != NULL:
+            xs[i] = _key_value(a0[i].key)
+    scratch_free(a0); scratch_free(a1); scratch_free(counts)
+    return 0
+
+
 cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, int nthr) noexcept nogil:
     """order = a stable argsort of x[:n], and xs = x[order] unless xs is NULL
     (read back from the keys: no gather), on nthr threads (the order does not
     depend on them). Returns -1 when out of memory."""
+    cdef int rc
     if n <= SORT_SMALL:
         _small_sort(x, n, order, xs)
         return 0
+    if nthr == 1:
+        rc = _rank_sort(x, n, order, xs)
+        if rc <= 0:
+            return rc
     cdef KeyIdx* a0 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
     cdef KeyIdx* a1 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
     cdef Py_ssize_t nchunk = (n + CHUNK - 1) // CHUNK
@@ -238,11 +325,11 @@ cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, doubl
         a = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
         if a == NULL:
             return -1
+    # each key is read as the sort reaches it, so that giving up costs only
+    # the keys read so far
     for i in range(n):
-        a[i].idx = hint[i]
-        a[i].key = _sort_key(x[hint[i]])
-    for i in range(1, n):
-        item = a[i]
+        item.idx = hint[i]
+        item.key = _sort_key(x[item.idx])
         j = i
         while j > 0 and (a[j - 1].key > item.key or (a[j - 1].key == item.key and a[j - 1].idx > item.idx)):
             a[j] = a[j - 1]
