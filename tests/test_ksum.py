@@ -258,23 +258,31 @@ def test_one_thread_argsort_is_numpys_stable_argsort(n, shape):
 
 
 @pytest.mark.parametrize("n", [1, 3, 150, 2048, 5000])
-def test_hinted_argsort_is_the_stable_argsort_from_any_start(n):
-    """The sort that starts from a column's previous order: the stable order
-    whether the hint is that order, a nearly right one, none, or a reversed
-    one (too many moves: the full sort takes over); the hint then holds it."""
-    from pyopnb._core.testing import argsort_hinted
+def test_remembered_argsort_is_the_stable_argsort(n):
+    """The sort that remembers a column's last sort: keys the same to the bit
+    take the remembered order (and it must be theirs); keys that differ in
+    one place, or by -0 for 0, are sorted again, and remembered."""
+    from pyopnb._core.testing import argsort_memo
 
     rng = np.random.default_rng(n)
     x = np.round(rng.standard_normal(n), 1)  # ties, broken by index as the stable sort does
     x[::7] = -0.0
-    hint = np.full(n, -1, dtype=np.intp)
+    memo_x, memo_xs = np.empty(n), np.empty(n)
+    memo_order = np.full(n, -1, dtype=np.intp)
     for step in range(6):
         want = np.argsort(x, kind="stable")
+        order, xs = argsort_memo(x, memo_x, memo_order, memo_xs)
+        np.testing.assert_array_equal(order, want)
+        np.testing.assert_array_equal(xs, x[want])
+        np.testing.assert_array_equal(memo_order, want)
+        np.testing.assert_array_equal(memo_x, x)
+        if step in (1, 3):  # the same keys again
+            continue
+        x = x.copy()
         if step == 4:
-            hint[:] = want[::-1]
-        np.testing.assert_array_equal(argsort_hinted(x, hint), want)
-        np.testing.assert_array_equal(hint, want)
-        x = x + rng.normal(scale=0.02, size=n) * (step % 2)
+            x[np.signbit(x) & (x == 0)] = 0.0  # -0 to 0: equal as numbers, not as bits; sorted again
+        else:
+            x[(step * 5) % n] = x.min() - 1.0  # one key moves to the front
 
 
 @pytest.mark.parametrize("log_S", [True, False])

@@ -339,6 +339,32 @@ def test_grid_gradient_where_a_class_density_underflows(K):
     np.testing.assert_allclose(dZ2, dZ, rtol=1e-10, atol=1e-13 * scale)
 
 
+def test_remembered_sorts_serve_only_their_own_columns():
+    """Exact sums too large to keep every column between the passes remember
+    each column's last sort instead: the gradient pass of the value pass's
+    Z copies those sorts, any other Z is sorted afresh. The same numbers as
+    fresh scratch, as Z changes in one entry and its column count changes."""
+    from pyopnb._core import passes as _passes
+
+    rng = np.random.default_rng(11)
+    n, K = 120_000, 2  # 5 columns' scratch is past what is kept
+    y = (np.arange(n) % K).astype(np.int32)
+    h = np.array([0.7, 0.7])
+    args = (y, K, h, _passes.MODE_EXACT, 0, 1e-8, _BETA)
+    work = _passes.ColumnScratch(*args, 1)
+    post = rng.dirichlet(np.ones(K), size=n)
+    Zt = rng.normal(size=(5, n))
+    for step in range(4):
+        if step == 2:
+            Zt = Zt.copy()
+            Zt[3, 17] += 0.25
+        elif step == 3:
+            Zt = rng.normal(size=(6, n))
+        np.testing.assert_array_equal(_passes.log_densities(Zt, *args, 1, work), _passes.log_densities(Zt, *args, 1))
+        np.testing.assert_array_equal(_passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 1, work),
+                                      _passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 1))
+
+
 @pytest.mark.parametrize("linear, nbin", [(False, 0), (True, 40)])
 def test_column_scratch_reused_across_evaluations(linear, nbin):
     """One scratch object serves a fit's evaluations: the same numbers as

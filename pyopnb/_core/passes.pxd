@@ -3,6 +3,7 @@
 from libc.math cimport exp, log, INFINITY
 
 from pyopnb._ksum cimport Kernel, RunningSums
+from pyopnb._core.sort cimport SortMemo
 
 
 cdef struct Classes:
@@ -75,9 +76,10 @@ cdef class ColumnScratch:
     cdef bint points        # scratch for passes over the points (else only grid tables)
     cdef Column* cols
     cdef bint keep          # every column kept between passes (exact sums that fit: _plan)
-    cdef Py_ssize_t* hints  # nhint x n: each column's last order, for the next sort (or NULL: _plan)
-    cdef Py_ssize_t nhint
-    cdef double* Zkept      # nhint x n: the Zt that the kept columns were set up for
+    cdef SortMemo* memos    # nplan: each column's last sort, for its next (or NULL: _plan)
+    cdef Py_ssize_t nplan   # the columns the kept columns' copy of Zt and the memos were made for
+    cdef void* memo_block   # the memos' arrays
+    cdef double* Zkept      # ndim x n: the Zt that the kept columns were set up for
     cdef bint kept          # the kept columns hold the last value pass's sums (S and D)
     cdef double* h
     cdef double* wcls

@@ -23,7 +23,7 @@ from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _re
                            _tables_alloc, _tables_free)
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.products cimport pyopnb_grad_points_at_rows, pyopnb_log_products, pyopnb_rows_products
-from pyopnb._core.sort cimport _argsort_hinted
+from pyopnb._core.sort cimport SortMemo, _argsort_memo
 from pyopnb._core.evaluator cimport Evaluator
 from pyopnb._core.simd cimport simd_path
 
@@ -34,8 +34,9 @@ cnp.import_array()
 # exact problems whose columns' scratch fits in this many bytes keep every
 # column between the value and the gradient pass (see ColumnScratch._plan)
 DEF KEEP_BYTES = 128 * 1024 * 1024
-# and keep each column's order (a hint for its next sort) when those fit in this many
-DEF HINT_BYTES = 256 * 1024 * 1024
+# and keep each column's last sort (SortMemo: its keys, order and sorted keys)
+# when those fit in this many
+DEF MEMO_BYTES = 256 * 1024 * 1024
 
 MODE_EXACT = EXACT
 MODE_LINEAR = LINEAR
@@ -82,14 +83,14 @@ cdef void _column_free(Column* col) noexcept nogil:
     memset(col, 0, sizeof(Column))
 
 
-cdef int _column_setup(const Classes* P, const double* z, Column* col, Py_ssize_t* hint,
+cdef int _column_setup(const Classes* P, const double* z, Column* col, SortMemo* memo,
                        int nthr) noexcept nogil:
     """Anchors, evaluation rows and each point's anchor for one column of Z = XV
-    (hint: the column's last order, or NULL; see _argsort_hinted)."""
+    (memo: the column's last sort, or NULL; see _argsort_memo)."""
     cdef Py_ssize_t n = P.n, i, q, g
     cdef double zmin, zmax, lo, delta
     if P.mode == EXACT:
-        if _argsort_hinted(z, n, col.order, col.anchors, hint, nthr):
+        if _argsort_memo(z, n, col.order, col.anchors, memo, nthr):
             return -1
         col.G = n
         col.m = n
@@ -382,33 +383,45 @@ cdef class ColumnScratch:
         """Whether ndim columns are kept between the value and gradient
         passes: exact sums whose columns' scratch fits in KEEP_BYTES. Kept,
         there is a copy of Zt, so that the gradient pass knows when the
-        value pass's columns are its own. Exact sums whose orders fit in
-        HINT_BYTES keep each column's last order, so that its sorts take
-        hints (every column starts without one): a gradient pass that sets
-        its columns up again then sorts each in one pass over its points."""
+        value pass's columns are its own. Exact sums not kept whose sorts
+        fit in MEMO_BYTES keep each column's last sort (every column starts
+        without one): the gradient pass, which sets its columns up again,
+        then copies the value pass's sorts (_argsort_memo)."""
         cdef Py_ssize_t t, n = self.P.n
         cdef int K = self.P.K
-        # a column's scratch per point (see _column_alloc), its hint and its copy of z
-        cdef Py_ssize_t per_point = 72 + 32 * K * (self.P.ker.a + 1) + 32 * K + 16
+        # a column's scratch per point (see _column_alloc) and its copy of z
+        cdef Py_ssize_t per_point = 72 + 32 * K * (self.P.ker.a + 1) + 32 * K + 8
+        cdef Py_ssize_t memo_point = 2 * sizeof(double) + sizeof(Py_ssize_t)
+        cdef char* block
         cdef bint exact = self.P.mode == EXACT and self.points and n > 0
         cdef bint keep = exact and ndim * n * per_point <= KEEP_BYTES
-        cdef bint hinted = exact and ndim * n * sizeof(Py_ssize_t) <= HINT_BYTES
-        if keep == self.keep and (self.hints != NULL) == hinted and (not hinted or ndim == self.nhint):
+        cdef bint memo = exact and not keep and ndim * n * memo_point <= MEMO_BYTES
+        if keep == self.keep and (self.memos != NULL) == memo and (not (keep or memo) or ndim == self.nplan):
             return 0
-        free(self.hints)
+        free(self.memos)
+        free(self.memo_block)
         free(self.Zkept)
-        self.hints = NULL
+        self.memos = NULL
+        self.memo_block = NULL
         self.Zkept = NULL
         self.kept = False
-        self.nhint = 0
+        self.nplan = ndim
         self.keep = False
-        if hinted:
-            self.hints = <Py_ssize_t*> malloc(ndim * n * sizeof(Py_ssize_t))
-            if self.hints == NULL:
+        if memo:
+            self.memos = <SortMemo*> malloc(ndim * sizeof(SortMemo))
+            self.memo_block = malloc(ndim * n * memo_point)
+            if self.memos == NULL or self.memo_block == NULL:
+                free(self.memos)
+                free(self.memo_block)
+                self.memos = NULL
+                self.memo_block = NULL
                 raise MemoryError()
-            self.nhint = ndim
+            block = <char*> self.memo_block
             for t in range(ndim):
-                self.hints[t * n] = -1
+                self.memos[t].x = <double*> &block[t * n * memo_point]
+                self.memos[t].xs = <double*> &block[(t * memo_point + sizeof(double)) * n]
+                self.memos[t].order = <Py_ssize_t*> &block[(t * memo_point + 2 * sizeof(double)) * n]
+                self.memos[t].order[0] = -1
         if keep:
             self.Zkept = <double*> malloc(ndim * n * sizeof(double))
             if self.Zkept == NULL:
@@ -434,7 +447,7 @@ cdef class ColumnScratch:
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.h); free(self.wcls); free(self.wh); free(self.hints); free(self.Zkept)
+        free(self.cols); free(self.h); free(self.wcls); free(self.wh); free(self.memos); free(self.memo_block); free(self.Zkept)
 
 
 cdef ColumnScratch _work_for(int[::1] y, int K, double[::1] h, int mode,
@@ -447,21 +460,21 @@ cdef ColumnScratch _work_for(int[::1] y, int K, double[::1] h, int mode,
 
 
 cdef int _wave_setup(const Classes* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
-                     Py_ssize_t* hints, int nthr) noexcept nogil:
+                     SortMemo* memos, int nthr) noexcept nogil:
     """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.S, and
     col.D with want_D), a column to a thread (the whole team when w = 1).
     Returns how many failed (out of memory)."""
     cdef int c, bad = 0
     if w == 1:
-        return _setup_one(P, Zt, t0, cols, want_D, hints, nthr)
+        return _setup_one(P, Zt, t0, cols, want_D, memos, nthr)
     for c in prange(w, num_threads=w, schedule='static'):
-        bad += _setup_one(P, Zt, t0 + c, &cols[c], want_D, hints, 1)
+        bad += _setup_one(P, Zt, t0 + c, &cols[c], want_D, memos, 1)
     return bad
 
 
 cdef inline int _setup_one(const Classes* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
-                           Py_ssize_t* hints, int nthr) noexcept nogil:
-    if _column_setup(P, &Zt[t * P.n], col, &hints[t * P.n] if hints != NULL else NULL, nthr):
+                           SortMemo* memos, int nthr) noexcept nogil:
+    if _column_setup(P, &Zt[t * P.n], col, &memos[t] if memos != NULL else NULL, nthr):
         return 1
     _column_sums(P, col, &Zt[t * P.n], NULL, True, want_D, False, nthr)
     return 0
@@ -527,7 +540,7 @@ def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
         while t0 < ndim and not bad:
             w = <int> min(W, ndim - t0)
             cols = wk.cols + (t0 if keep else 0)
-            bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, keep, wk.hints, nthr)
+            bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, keep, wk.memos, nthr)
             if not bad:
                 bad = _multiply_columns(P, cols, w, pr, ac, t0 == 0, nthr)
             t0 = t0 + w
@@ -571,7 +584,7 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             inner = nthr if w == 1 else 1
             cols = wk.cols + (t0 if keep else 0)
             if not reuse:
-                bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, True, wk.hints, nthr)
+                bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, True, wk.memos, nthr)
             if bad:
                 break
             _point_terms(P, cols, w, &dv[t0, 0], &post[0, 0], nthr)

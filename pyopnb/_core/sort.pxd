@@ -4,5 +4,13 @@ cdef enum:
     SORT_SMALL = 2048
 
 cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, int nthr) noexcept nogil
-cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, Py_ssize_t* hint,
-                         int nthr) noexcept nogil
+
+# a column's last sort, kept for its next: the keys, their order, and the
+# keys in that order (order[0] < 0: none yet)
+cdef struct SortMemo:
+    double* x
+    Py_ssize_t* order
+    double* xs
+
+cdef int _argsort_memo(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, SortMemo* memo,
+                       int nthr) noexcept nogil

@@ -2,12 +2,13 @@
 # distutils: language = c++
 """A stable argsort of doubles on any number of threads: LSD radix (11-bit
 digits) for large inputs, merge sort for small ones (a radix pass's bucket
-counts cost more than sorting a few hundred keys). Both give the one stable
-order, so results do not depend on which runs."""
+counts cost more than sorting a few hundred keys), and on one thread a
+radix sort by each key's rank in value where the keys spread. Each gives the
+one stable order, so results do not depend on which runs."""
 import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 from pyopnb._core.common cimport _thread_id
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
@@ -31,11 +32,11 @@ DEF NBUCKET = 2048
 DEF NPASS = 6
 DEF CHUNK = 65536
 DEF RUN = 16
-# an insertion sort from a previous order gives up after this many moves per key
+# one thread's sort by rank (_rank_sort): two digits up to this many keys,
+# three past; and the moves a key its insertion sort may take before the
+# full radix sort takes over
 DEF RANK_TWO_PASSES = 1 << 18
 DEF RANK_MOVES = 4
-DEF HINT_MOVES = 8
-DEF HINT_SLACK = 256
 
 
 cdef struct KeyIdx:
@@ -300,54 +301,25 @@ cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, 
     return 0
 
 
-cdef int _argsort_hinted(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, Py_ssize_t* hint,
-                         int nthr) noexcept nogil:
-    """_argsort, starting from ``hint``: the order a previous call left there
-    (hint[0] < 0: none yet), to which this call's order is written back.
-    Between a fit's evaluations a column's order barely changes, so an
-    insertion sort from the previous order, by (key, index) as the stable
-    sort orders ties, takes a few moves per key; once its moves run past
-    HINT_MOVES per key so far (and a little slack) it gives up for the full
-    sort, so a column that moved a lot costs only its first few hundred
-    keys. The order is the stable argsort either way.
-    hint NULL: _argsort. Returns -1 when out of memory."""
-    cdef KeyIdx small[SORT_SMALL]
-    cdef KeyIdx* a = small
-    cdef KeyIdx item
-    cdef Py_ssize_t i, j, moves = 0
-    if hint == NULL or n == 0 or hint[0] < 0:
-        if _argsort(x, n, order, xs, nthr):
-            return -1
-        if hint != NULL:
-            memcpy(hint, order, n * sizeof(Py_ssize_t))
-        return 0
-    if n > SORT_SMALL:
-        a = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
-        if a == NULL:
-            return -1
-    # each key is read as the sort reaches it, so that giving up costs only
-    # the keys read so far
-    for i in range(n):
-        item.idx = hint[i]
-        item.key = _sort_key(x[item.idx])
-        j = i
-        while j > 0 and (a[j - 1].key > item.key or (a[j - 1].key == item.key and a[j - 1].idx > item.idx)):
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = item
-        moves += i - j
-        if moves > HINT_MOVES * (i + HINT_SLACK):
-            if a != small:
-                scratch_free(a)
-            if _argsort(x, n, order, xs, nthr):
-                return -1
-            memcpy(hint, order, n * sizeof(Py_ssize_t))
-            return 0
-    for i in range(n):
-        order[i] = a[i].idx
-        hint[i] = a[i].idx
+cdef int _argsort_memo(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, SortMemo* memo,
+                       int nthr) noexcept nogil:
+    """_argsort, remembered in ``memo`` (NULL: _argsort alone): keys the
+    same to the bit as the last call's take its order and sorted keys back,
+    two copies where a sort reads and writes every key several times. A
+    fit's gradient pass sorts the columns its value pass sorted. (Sorting
+    from the last order by insertion was tried first: the key it reads by
+    that order is a random read each, as long as the sort it saves.)
+    Returns -1 when out of memory."""
+    if memo != NULL and n > 0 and memo.order[0] >= 0 and memcmp(x, memo.x, n * sizeof(double)) == 0:
+        memcpy(order, memo.order, n * sizeof(Py_ssize_t))
         if xs != NULL:
-            xs[i] = _key_value(a[i].key)
-    if a != small:
-        scratch_free(a)
+            memcpy(xs, memo.xs, n * sizeof(double))
+        return 0
+    if _argsort(x, n, order, memo.xs if memo != NULL and xs == NULL else xs, nthr):
+        return -1
+    if memo != NULL and n > 0:
+        memcpy(memo.x, x, n * sizeof(double))
+        memcpy(memo.order, order, n * sizeof(Py_ssize_t))
+        if xs != NULL:
+            memcpy(memo.xs, xs, n * sizeof(double))
     return 0

@@ -8,7 +8,7 @@ import numpy as np
 
 from pyopnb._core.common cimport _MAX_ORDER
 from pyopnb._core.decay cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
-from pyopnb._core.sort cimport _argsort, _argsort_hinted
+from pyopnb._core.sort cimport SortMemo, _argsort, _argsort_memo
 
 MAX_ORDER = _MAX_ORDER
 
@@ -48,15 +48,24 @@ def argsort(const double[::1] x, int num_threads):
     return out
 
 
-def argsort_hinted(const double[::1] x, Py_ssize_t[::1] hint):
-    """The stable argsort of x, starting from (and updating) ``hint`` (see
-    _argsort_hinted; hint[0] = -1 for none); for the tests."""
+def argsort_memo(const double[::1] x, double[::1] memo_x, Py_ssize_t[::1] memo_order, double[::1] memo_xs):
+    """(order, sorted keys) of x by _argsort_memo, with the memo's arrays
+    (memo_order[0] = -1: none yet), which the call updates; for the tests."""
     cdef Py_ssize_t n = x.shape[0]
-    if hint.shape[0] != n:
-        raise ValueError("hint must have one entry per key")
+    if memo_x.shape[0] != n or memo_order.shape[0] != n or memo_xs.shape[0] != n:
+        raise ValueError("the memo's arrays must have one entry per key")
     out = np.empty(n, dtype=np.intp)
+    xs = np.empty(n)
     cdef Py_ssize_t[::1] ov = out
+    cdef double[::1] sv = xs
+    cdef SortMemo memo
+    cdef int rc = 0
     if n:
+        memo.x = &memo_x[0]
+        memo.order = &memo_order[0]
+        memo.xs = &memo_xs[0]
         with nogil:
-            _argsort_hinted(&x[0], n, &ov[0], NULL, &hint[0], 1)
-    return out
+            rc = _argsort_memo(&x[0], n, &ov[0], &sv[0], &memo, 1)
+    if rc:
+        raise MemoryError("argsort_memo: out of memory")
+    return out, xs
