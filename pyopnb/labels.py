@@ -96,7 +96,8 @@ def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
         items = arr.tolist()
         if set(map(type, items)) <= {str, np.str_}:
             return _factor_strings(items)  # no missing value, number or bool to look for item by item
-        if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in items):
+        na = pd.NA if pd is not None else None  # a pandas string column's missing value
+        if any(v is None or v is na or (isinstance(v, float) and not np.isfinite(v)) for v in items):
             raise ValueError("y contains missing values")
         kinds = {type(v) for v in items}
         if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in items):

@@ -124,3 +124,20 @@ def test_one_case_strings_sort_without_the_collator_and_as_it_would():
     mixed = ["b", "B", "a", "A", "a-b", "ab", "é", "e", "10", "9", "_x"]
     assert sort_levels(mixed) == sorted(set(mixed), key=collation_key)
     assert sort_levels(mixed) != sorted(set(mixed))  # where code points would be wrong, the collator decides
+
+
+@pytest.mark.parametrize("dtype", ["object", "string[python]", "string[pyarrow]"])
+def test_missing_labels_are_refused_in_every_string_column(dtype):
+    """None, NaN and pandas' NA among string labels are missing values, never
+    a class of their own (pd.NA's text, "<NA>", was taken as a level); labels
+    that are all strings keep R's level order."""
+    if dtype.endswith("pyarrow]"):
+        pytest.importorskip("pyarrow", reason="pyarrow is not installed")
+    levels, codes = factor(pd.Series(["Yes", "No", "yes", "b"], dtype=dtype))
+    assert list(levels) == ["b", "No", "yes", "Yes"] and list(codes) == [3, 1, 2, 0]
+    missing = [None, np.nan] if dtype == "object" else [pd.NA]
+    for na in missing:
+        with pytest.raises(ValueError, match="y contains missing values"):
+            factor(pd.Series(["Yes", "No", na], dtype=dtype))
+    with pytest.raises(ValueError, match="y contains missing values"):
+        factor(np.array(["Yes", None], dtype=object))
