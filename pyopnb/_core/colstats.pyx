@@ -2,15 +2,16 @@
 # distutils: language = c++
 """R's column statistics, to the bit: colMeans, var, sd, cov, sum, colSums,
 rowSums and column norms, each added in R's order in long double as R adds
-them; whether any column varies; and sweep, a vector taken from or
-multiplied into every row. Threads take whole columns (or pairs of columns), never a part of one
-sum, so the count does not change a bit."""
+them. Threads take whole columns (or pairs of columns), never a part of one
+sum, so the count does not change a bit. Also whether any column varies,
+and sweep: a vector taken from, or multiplied into, every row."""
 import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.stdlib cimport malloc, calloc, free
 
-__all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms", "sweep", "any_varies"]
+__all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms", "sweep",
+           "any_varies"]
 
 
 # rows _col_sums reads at a time

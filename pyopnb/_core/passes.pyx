@@ -447,7 +447,8 @@ cdef class ColumnScratch:
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.h); free(self.wcls); free(self.wh); free(self.memos); free(self.memo_block); free(self.Zkept)
+        free(self.cols); free(self.h); free(self.wcls); free(self.wh)
+        free(self.memos); free(self.memo_block); free(self.Zkept)
 
 
 cdef ColumnScratch _work_for(int[::1] y, int K, double[::1] h, int mode,

@@ -180,11 +180,14 @@ cdef void _small_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* 
             xs[i] = _key_value(a0[i].key)
 
 
-cdef inline Py_ssize_t _rank_digit(unsigned long long key, double lo, double scale, unsigned long long top,
+cdef inline Py_ssize_t _rank_digit(unsigned long long key, double lo, double scale, long long top,
                                    int shift) noexcept nogil:
-    """Digit `shift` of a key's rank, floor((v - lo) * scale) <= top for its value v."""
-    cdef unsigned long long q = <unsigned long long> ((_key_value(key) - lo) * scale)
-    return min(q, top) >> shift & (NBUCKET - 1)
+    """Digit `shift` of a key's rank, floor((v - lo) * scale) for its value v,
+    at most top (where rounding reaches top + 1; a NaN there too: its rank
+    only places it for the insertion sort, which orders every key)."""
+    cdef double r = (_key_value(key) - lo) * scale
+    cdef long long q = <long long> r if r < top else top
+    return q >> shift & (NBUCKET - 1)
 
 
 cdef int _rank_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs) noexcept nogil:
@@ -193,10 +196,10 @@ cdef int _rank_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs
     sort by the whole key. The rank rounds monotonically in v, so after the
     radix passes only keys of one rank can be out of order: the insertion
     sort moves few. Two passes of 11 bits stand in for the six that the whole
-    key takes. Returns 1 where the keys do not spread evenly enough (a
-    non-finite key, a range that overflows, the insertion sort past
-    RANK_MOVES moves a key): the caller sorts by the whole key; -1 when out of
-    memory."""
+    key takes. Whatever the ranks, the insertion sort leaves every key in
+    order. Returns 1 where the keys do not spread evenly enough (an infinite
+    key, a range that overflows, the insertion sort past RANK_MOVES moves a
+    key): the caller sorts by the whole key; -1 when out of memory."""
     cdef Py_ssize_t i, j, b, moves = 0, tot, cnt
     cdef double lo = x[0], hi = x[0], v, scale
     cdef int p, npass = 2 if n <= RANK_TWO_PASSES else 3
@@ -209,8 +212,8 @@ cdef int _rank_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs
             hi = v
     scale = (hi - lo) if hi > lo else 0.0
     if not (scale > 0.0 and scale < INFINITY):
-        return 1            # one value, or a NaN or infinity among them (the comparisons miss NaN)
-    cdef unsigned long long top = (<unsigned long long> 1 << (DIGIT * npass)) - 1
+        return 1            # one value, or an infinity among them
+    cdef long long top = (<long long> 1 << (DIGIT * npass)) - 1
     scale = (top + 1.0) / scale
     if not (scale < INFINITY):
         return 1
