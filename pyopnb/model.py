@@ -158,8 +158,11 @@ class OPNBModel:
 def projection(X: np.ndarray, mu: np.ndarray, V: np.ndarray, threads: Optional[int] = None) -> np.ndarray:
     """(X - mu) V [m, ndim] as R's sweep(X, 2, mu) %*% V: each entry summed
     over the features in order (the same bits on every CPU)."""
-    return np.ascontiguousarray(_project.project(np.ascontiguousarray(X - mu), np.ascontiguousarray(V),
-                                                 _threads.resolve(threads)).T)
+    thr = _threads.resolve(threads)
+    Xa = np.ascontiguousarray(X, dtype=np.float64)
+    Xc = np.empty_like(Xa)
+    colstats.sweep(Xa, np.ascontiguousarray(mu, dtype=np.float64), Xc, True, thr)
+    return np.ascontiguousarray(_project.project(Xc, np.ascontiguousarray(V, dtype=np.float64), thr).T)
 
 
 # ---------------------------------------------------------------------------

@@ -69,6 +69,18 @@ cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint squa
                 j = j + 1
 
 
+cdef void _r_means(const double[:, ::1] X, long double* m, long double* s, int nthr) noexcept nogil:
+    """m[j] = R's MEAN of column j in long double: the sum over n, refined once
+    by the mean deviation from it (m + sum(x - m) / n); s: scratch [p]."""
+    cdef Py_ssize_t n = X.shape[0], j
+    _col_sums(X, NULL, False, m, nthr)
+    for j in range(X.shape[1]):
+        m[j] = m[j] / n
+    _col_sums(X, m, False, s, nthr)
+    for j in range(X.shape[1]):
+        m[j] = m[j] + s[j] / n
+
+
 def r_colmeans(const double[:, ::1] X, int num_threads):
     """R's colMeans: each column summed left to right in long double, over n."""
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], j
@@ -100,12 +112,7 @@ def r_var(const double[:, ::1] X, int num_threads):
         free(m); free(s)
         raise MemoryError()
     with nogil:
-        _col_sums(X, NULL, False, m, num_threads)
-        for j in range(p):
-            m[j] = m[j] / n
-        _col_sums(X, m, False, s, num_threads)
-        for j in range(p):
-            m[j] = m[j] + s[j] / n
+        _r_means(X, m, s, num_threads)
         _col_sums(X, m, True, s, num_threads)
         for j in range(p):
             ov[j] = <double> (s[j] / (n - 1))
@@ -161,12 +168,9 @@ def r_cov(const double[:, ::1] X, int num_threads):
             pj[pr] = j
             pr += 1
     with nogil:
-        _col_sums(X, NULL, False, mm, num_threads)
+        _r_means(X, mm, sm, num_threads)
         for j in range(d):
-            mm[j] = mm[j] / n
-        _col_sums(X, mm, False, sm, num_threads)
-        for j in range(d):
-            m[j] = <double> (mm[j] + sm[j] / n)
+            m[j] = <double> mm[j]
         for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
             a0 = part * npair // nparts
             a1 = (part + 1) * npair // nparts
