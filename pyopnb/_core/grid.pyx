@@ -200,6 +200,41 @@ cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, co
         pyopnb_copy_row(e, row, &T[j * row])
 
 
+# points whose fractions _bin_points divides at once
+DEF _FRAC_CHUNK = 256
+
+
+cdef void _bin_points(const Classes* P, const double* z, double lo, double delta, Py_ssize_t nbin,
+                      Py_ssize_t i0, Py_ssize_t i1, int* cells, double* pl, double* ps) noexcept nogil:
+    """Points i0..i1-1 of a column z binned into a block's grids [nbin, K]
+    (zeroed first): linear binning into pl, whole weights into ps (NULL:
+    none), each class's weight 1/(n_k h_k); each point's cell into cells.
+    The cell and the fraction come from one division, (z - lo) / delta
+    (_cell_frac's value), made for a chunk of points in a loop of its own:
+    the compiler puts several in a vector division, with the same bits."""
+    cdef double fr[_FRAC_CHUNK]
+    cdef Py_ssize_t c0, c1, i, g
+    cdef int k, K = P.K
+    cdef double frac, wt
+    memset(pl, 0, nbin * K * sizeof(double))
+    if ps != NULL:
+        memset(ps, 0, nbin * K * sizeof(double))
+    for c0 in range(i0, i1, _FRAC_CHUNK):
+        c1 = min(i1, c0 + _FRAC_CHUNK)
+        for i in range(c0, c1):
+            fr[i - c0] = (z[i] - lo) / delta
+        for i in range(c0, c1):
+            frac = fr[i - c0]
+            g = _grid_cell_of(frac, nbin)
+            frac = frac - g
+            cells[i] = <int> g
+            k = P.y[i]
+            wt = P.wcls[k]
+            _bin_linear(&pl[k], g, K, frac, wt)
+            if ps != NULL:
+                ps[g * K + k] += wt
+
+
 cdef inline double _cell_frac(double z, double lo, double delta, Py_ssize_t g) noexcept nogil:
     """A point's place in its cell g, in [0, 1): its linear binning fraction."""
     return (z - lo) / delta - g
@@ -382,9 +417,7 @@ cdef class GridTables:
         cdef Support sp
         cdef int tid, k, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, b, i, i0, i1, g, j
-        cdef double mn, mx, z, frac, wt
-        cdef double* pl
-        cdef double* ps
+        cdef double mn, mx
         cdef int[:, ::1] cv = self.cells
         with nogil:
             for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
@@ -405,23 +438,8 @@ cdef class GridTables:
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
-                pl = &PL[it * TK]
-                memset(pl, 0, TK * sizeof(double))
-                if gradient:
-                    ps = &PS[it * TK]
-                    memset(ps, 0, TK * sizeof(double))
-                for i in range(i0, i1):
-                    z = Zt[t, i]
-                    # the cell and the fraction from one division (_cell_frac's value)
-                    frac = (z - lov[t]) / dv[t]
-                    g = _grid_cell_of(frac, nbin)
-                    frac = frac - g
-                    cv[t, i] = <int> g
-                    k = P.y[i]
-                    wt = P.wcls[k]
-                    _bin_linear(&pl[k], g, K, frac, wt)
-                    if gradient:
-                        ps[g * K + k] += wt
+                _bin_points(P, &Zt[t, 0], lov[t], dv[t], nbin, i0, i1, &cv[t, 0], &PL[it * TK],
+                            &PS[it * TK] if gradient else NULL)
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
                 tid = _thread_id()
                 col = &cols[tid]

@@ -258,10 +258,12 @@ static inline void pyopnb_log_products(ptrdiff_t n, double* pr, const double* ac
  * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k
  * (fresh: W_k = 0 + c_k, W's old content unread: a vector load of two
  * scalars just stored would wait for them),
- * and the result 0 - sum_k c_k D_k / h_k. With one bandwidth (shared, h[0]:
- * every R fit) the sum is (sum_k c_k D_k) / h[0], added in class order, as
- * R's df_NB_cpp; with class bandwidths each term is divided by its own.
- * The divisions, the longest operation, go two at a time. */
+ * and the sum of the classes' terms c_k D_k (shared: one bandwidth, every R
+ * fit) or c_k D_k / h_k (class bandwidths), added in class order. The
+ * point's result is 0 - that sum, over h[0] where shared, as R's
+ * df_NB_cpp; the caller finishes it (pyopnb_grad_finish), so that the
+ * divisions by h[0] go a vector at a time. The divisions, the longest
+ * operation, go two at a time. */
 static inline double pyopnb_grad_point(const double* S, const double* D, double* W,
                                        const double* post, int y, int K, const double* h, int shared,
                                        int fresh) {
@@ -295,7 +297,7 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
         W[k] = (fresh ? 0.0 : W[k]) + c;
         bsum = bsum + (shared ? c * D[k] : c * D[k] / h[k]);
     }
-    return shared ? 0.0 - bsum / h[0] : 0.0 - bsum;
+    return bsum;
 }
 
 #if PYOPNB_DISPATCH
@@ -303,49 +305,110 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
  * SSE2 code's operations in its order, and the classes' terms go into the
  * sum one by one in class order, so the bits are the same; a row of three
  * classes takes one pass where SSE2 takes a pair and a scalar class. Lanes
- * past K are masked: no load, no store. */
+ * past K are masked: no load, no store. One group of classes k.. k + m - 1
+ * (mask: lanes < m; kk: the lanes' classes; hk: their bandwidths, 1 past
+ * m), added to bsum: the caller of a row of at most four classes makes
+ * these once for all its points. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) double pyopnb_grad_group_avx2(
+        const double* S, const double* D, double* W, const double* post, __m256d yd, int k, int m, __m256i mask,
+        __m256d kk, __m256d hk, int shared, int fresh, double bsum) {
+    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+    const __m256d f = _mm256_maskload_pd(S + k, mask);
+    /* f > 0, false for NaN (and for the masked lanes' zeros) */
+    const __m256d pos = _mm256_cmp_pd(f, zero, _CMP_GT_OQ);
+    const __m256d fs = _mm256_blendv_pd(one, f, pos);
+    const __m256d ind = _mm256_and_pd(_mm256_cmp_pd(kk, yd, _CMP_EQ_OQ), one);
+    const __m256d q = _mm256_div_pd(_mm256_sub_pd(ind, _mm256_maskload_pd(post + k, mask)), fs);
+    const __m256d c = _mm256_and_pd(q, pos);
+    const __m256d w = _mm256_add_pd(fresh ? zero : _mm256_maskload_pd(W + k, mask), c);
+    __m256d cd = _mm256_mul_pd(c, _mm256_maskload_pd(D + k, mask));
+    if (!shared) cd = _mm256_div_pd(cd, hk);
+    double wv[4], cv[4];
+    _mm256_storeu_pd(wv, w);
+    _mm256_storeu_pd(cv, cd);
+    for (int l = 0; l < m; ++l) {
+        W[k + l] = wv[l];
+        bsum = bsum + cv[l];
+    }
+    return bsum;
+}
+
+/* classes k.. of a group: lanes below m set, their class numbers, their
+ * bandwidths (1 in the masked lanes, never read by a division's result) */
+__attribute__((target("avx2"))) static inline __m256i pyopnb_group_mask(int m) {
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(m), _mm256_set_epi64x(3, 2, 1, 0));
+}
+__attribute__((target("avx2"))) static inline __m256d pyopnb_group_classes(int k) {
+    return _mm256_set_pd((double)(k + 3), (double)(k + 2), (double)(k + 1), (double)k);
+}
+__attribute__((target("avx2"))) static inline __m256d pyopnb_group_h(const double* h, int k, __m256i mask) {
+    return _mm256_blendv_pd(_mm256_set1_pd(1.0), _mm256_maskload_pd(h + k, mask), _mm256_castsi256_pd(mask));
+}
+
 __attribute__((target("avx2"))) static inline double pyopnb_grad_point_avx2(
         const double* S, const double* D, double* W, const double* post, int y, int K, const double* h,
         int shared, int fresh) {
-    const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
     const __m256d yd = _mm256_set1_pd((double)y);
     double bsum = 0.0;
     for (int k = 0; k < K; k += 4) {
         const int m = K - k < 4 ? K - k : 4;
-        const __m256i mask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(m), _mm256_set_epi64x(3, 2, 1, 0));
-        const __m256d f = _mm256_maskload_pd(S + k, mask);
-        /* f > 0, false for NaN (and for the masked lanes' zeros) */
-        const __m256d pos = _mm256_cmp_pd(f, zero, _CMP_GT_OQ);
-        const __m256d fs = _mm256_blendv_pd(one, f, pos);
-        const __m256d kk = _mm256_set_pd((double)(k + 3), (double)(k + 2), (double)(k + 1), (double)k);
-        const __m256d ind = _mm256_and_pd(_mm256_cmp_pd(kk, yd, _CMP_EQ_OQ), one);
-        const __m256d q = _mm256_div_pd(_mm256_sub_pd(ind, _mm256_maskload_pd(post + k, mask)), fs);
-        const __m256d c = _mm256_and_pd(q, pos);
-        const __m256d w = _mm256_add_pd(fresh ? zero : _mm256_maskload_pd(W + k, mask), c);
-        __m256d cd = _mm256_mul_pd(c, _mm256_maskload_pd(D + k, mask));
-        if (!shared) cd = _mm256_div_pd(cd, _mm256_blendv_pd(one, _mm256_maskload_pd(h + k, mask),
-                                                             _mm256_castsi256_pd(mask)));
-        double wv[4], cv[4];
-        _mm256_storeu_pd(wv, w);
-        _mm256_storeu_pd(cv, cd);
-        for (int l = 0; l < m; ++l) {
-            W[k + l] = wv[l];
-            bsum = bsum + cv[l];
-        }
+        const __m256i mask = pyopnb_group_mask(m);
+        bsum = pyopnb_grad_group_avx2(S, D, W, post, yd, k, m, mask, pyopnb_group_classes(k),
+                                      shared ? _mm256_set1_pd(1.0) : pyopnb_group_h(h, k, mask), shared, fresh,
+                                      bsum);
     }
-    return shared ? 0.0 - bsum / h[0] : 0.0 - bsum;
+    return bsum;
 }
 #endif
+
+/* dz[i] = 0 - dz[i] / h[0] (shared) or 0 - dz[i], i0 <= i < i1: the points'
+ * sums (pyopnb_grad_point's) made their results, in a loop the compiler
+ * vectorises (a division's bits do not depend on its lane) */
+static inline __attribute__((always_inline)) void pyopnb_grad_finish(double* dz, ptrdiff_t i0, ptrdiff_t i1,
+                                                                    const double* h, int shared) {
+    if (shared) {
+        const double h0 = h[0];
+        for (ptrdiff_t i = i0; i < i1; ++i) dz[i] = 0.0 - dz[i] / h0;
+    } else {
+        for (ptrdiff_t i = i0; i < i1; ++i) dz[i] = 0.0 - dz[i];
+    }
+}
 
 /* The points as evaluation points in one column of the gradient, in order:
  * dz[i] = pyopnb_grad_point at point i (i0 <= i < i1) of the tables S, D
  * [., K] read at the point's row at[i] (a grid cell: weights W by cell,
  * R's binned gradient; or a sorted row: weights by point, W + i K, started
  * fresh, the exact passes), with its posteriors post[i K] and class y[i] */
+#if PYOPNB_DISPATCH
+/* The points' sums with a row of at most four classes (AVX2): one group,
+ * its mask, classes and bandwidths made once for all the points */
+template <class I, bool W_OWN>
+__attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2(
+        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, ptrdiff_t i0,
+        ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    const __m256i mask = pyopnb_group_mask(K);
+    const __m256d kk = pyopnb_group_classes(0);
+    const __m256d hk = shared ? _mm256_set1_pd(1.0) : pyopnb_group_h(h, 0, mask);
+    for (ptrdiff_t i = i0; i < i1; ++i) {
+        const ptrdiff_t e = (ptrdiff_t)at[i] * K;
+        double* w = W_OWN ? W + i * K : W + e;
+        dz[i] = pyopnb_grad_group_avx2(S + e, D + e, w, post + i * K, _mm256_set1_pd((double)y[i]), 0, K, mask,
+                                       kk, hk, shared, W_OWN, 0.0);
+    }
+}
+#endif
+
 template <bool AVX2, class I, bool W_OWN>
 static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
         const double* S, const double* D, double* W, const I* at, const double* post, const int* y, ptrdiff_t i0,
         ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+#if PYOPNB_DISPATCH
+    if (AVX2 && K <= 4) {
+        pyopnb_grad_points_group_avx2<I, W_OWN>(S, D, W, at, post, y, i0, i1, K, h, shared, dz);
+        pyopnb_grad_finish(dz, i0, i1, h, shared);
+        return;
+    }
+#endif
     for (ptrdiff_t i = i0; i < i1; ++i) {
         const ptrdiff_t e = (ptrdiff_t)at[i] * K;
         double* w = W_OWN ? W + i * K : W + e;
@@ -357,6 +420,7 @@ static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
 #endif
         dz[i] = pyopnb_grad_point(S + e, D + e, w, post + i * K, y[i], K, h, shared, W_OWN);
     }
+    pyopnb_grad_finish(dz, i0, i1, h, shared);
 }
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_grad_cells_on(
