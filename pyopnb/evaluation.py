@@ -141,13 +141,14 @@ def greedy(ndim: int, values: Callable[[List[int], List[int]], Sequence[float]])
     """Forward selection of ndim columns, R's greedy order: each step adds
     the candidate whose value with the chosen ones is largest, the first of
     equal ones. ``values(chosen, remaining)`` gives each remaining
-    candidate's value, in their order."""
+    candidate's value, in their order; it is not asked about the last
+    candidate, which comes last whatever its value."""
     chosen: List[int] = []
     remaining = list(range(ndim))
-    while remaining:
+    while len(remaining) > 1:
         best = int(np.argmax(values(chosen, remaining)))  # the first of the maxima
         chosen.append(remaining.pop(best))
-    return chosen
+    return chosen + remaining
 
 
 class Evaluator:

@@ -716,3 +716,21 @@ def test_an_evaluator_reads_the_tables_of_the_V_it_is_asked_about():
     assert ev.order_columns(V) == RFormulation().evaluator(p, 50, 1).order_columns(V)
     with pytest.raises(TypeError, match="core must be"):
         type(ev)(p, object(), 50, 2)
+
+
+def test_the_greedy_order_asks_no_values_of_the_last_candidate():
+    """R's greedy order takes the best candidate at each step; the last one
+    left comes last whatever its value, so it is not evaluated (a pass over
+    the points saved), and the order is the one that asks every step."""
+    from pyopnb.evaluation import greedy
+
+    score = {0: 1.0, 1: 3.0, 2: 2.0, 3: 3.0}  # ties go to the first
+    asked = []
+
+    def values(chosen, remaining):
+        asked.append((list(chosen), list(remaining)))
+        return [score[j] + 0.1 * len(chosen) for j in remaining]
+
+    assert greedy(4, values) == [1, 3, 2, 0]
+    assert asked == [([], [0, 1, 2, 3]), ([1], [0, 2, 3]), ([1, 3], [0, 2])]
+    assert greedy(1, values) == [0] and len(asked) == 3
