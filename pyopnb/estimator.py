@@ -79,6 +79,10 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         The formulation object fitted.
     classes_ : ndarray of shape (n_classes,)
         The labels, in the order of the posteriors' columns.
+    convergence_ : int
+        L-BFGS-B's stop, R's optim codes: 0 converged, 1 the iteration limit
+        (``maxit``), 51 a warning, 52 the line search failed (the model's
+        ``convergence``).
     n_features_in_ : int
         The number of training columns.
     feature_names_in_ : ndarray of str
@@ -147,6 +151,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         names = getattr(self, "feature_names_in_", None)
         self.model_.feature_names = None if names is None else tuple(str(c) for c in names)
         self._n_features_out = self.model_.ndim
+        self.convergence_ = int(self.model_.convergence)
         return self
 
     def _validate_test(self, X: Any) -> np.ndarray:

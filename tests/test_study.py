@@ -101,6 +101,11 @@ def test_quick_study_on_ten_small_sets(quick_run):
     n, finite = con.execute("SELECT COUNT(*), COUNT(error) FROM results").fetchone()
     con.close()
     assert n == 300 and finite == 300  # every method has an error on every split
+    con = sqlite3.connect(out / "results.sqlite")
+    coded = dict(con.execute("SELECT method, COUNT(*) FROM results WHERE stops NOT LIKE '%\"final\": null%' "
+                             "GROUP BY method").fetchall())
+    con.close()
+    assert coded == {"OPNB": 30, "OPNB-journal": 30, "OPGD": 30}  # the methods with an optimiser's code
     report = write_report(out)
     sets, methods, E, config = mean_errors(out / "results.sqlite")
     assert config == {"splits": 3, "quick": True, "seed": 0, "protocol": PROTOCOL}
@@ -110,6 +115,7 @@ def test_quick_study_on_ten_small_sets(quick_run):
     text = report.read_text()
     assert "## Wins-ties-losses" in text and "OPNB-journal vs SVM | 61-10-91" in text
     assert "Made in 1 run" in text and "(the test's quick run)" in text
+    assert "## How the fits stopped" in text and "| OPGD | 30 |" in text
     table = (out / "table1.csv").read_text().splitlines()
     assert len(table) == 11 and all(len(r.split(",")) == 11 for r in table)
     # each pair's wins, ties and losses add up to the data sets where both have results
@@ -407,3 +413,62 @@ def test_study_speed_compares_the_results_both_runs_hold(tmp_path):
         study_speed.main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)])
     with pytest.raises(FileNotFoundError, match="no study results"):
         study_speed.task_times(tmp_path / "c")
+
+
+def test_each_result_counts_how_its_fits_stopped(tmp_path):
+    """The optimiser's code of every fit a result makes (the tuning's, by
+    grid or path, and the final fit's) is counted and stored, and the
+    report shows each method's iteration limits and failed line searches."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from pyopnb import OPNBClassifier
+    from pyopnb.exceptions import ConvergenceWarning
+    from pyopnb.study.protocol import Stops, evaluate, path_search, splits
+    from pyopnb.study.report import stops
+    from pyopnb.study.store import Store
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 240)
+    X = rng.normal(size=(240, 5)) + rng.normal(size=(3, 5))[y]
+    train, test, inner = splits(y, 1, 3, 0)[0]
+    # by grid: OPNB's quick grid (two lam) on three folds, then the final fit
+    grid_row = evaluate("OPNB", X, y, train, test, inner, True)
+    rec = json.loads(grid_row["stops"])
+    assert sum(rec["counts"].values()) == 2 * 3 + 1 and rec["final"] in (0, 1, 51, 52)
+    # by path: the journal's three gammas, one fit at the largest ndim a fold, then the final fit
+    path_row = evaluate("OPNB-journal", X, y, train, test, inner, True)
+    assert sum(json.loads(path_row["stops"])["counts"].values()) == 3 * 3 + 1
+    # a method without an optimiser code counts nothing
+    assert json.loads(evaluate("LDA", X, y, train, test, inner, True)["stops"]) == {"counts": {}, "final": None}
+    # an iteration limit is counted as code 1, through path_search as through a grid
+    st = Stops()
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
+    with pytest.warns(ConvergenceWarning, match="iteration limit"):
+        path_search(OPNBClassifier(formulation="journal", maxit=2), {"ndim": [1, 3]}, "ndim", X, y, folds, st)
+    assert st.counts == {1: 3}
+    # stored, and a store made before the codes were kept gets the column, its old rows without codes
+    old = tmp_path / "old"
+    old.mkdir()
+    con = sqlite3.connect(old / "results.sqlite")
+    con.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                      "CREATE TABLE results (dataset TEXT NOT NULL, split INTEGER NOT NULL, method TEXT NOT NULL, "
+                      "error REAL, params TEXT NOT NULL, seconds REAL NOT NULL, note TEXT NOT NULL, "
+                      "PRIMARY KEY (dataset, split, method));")
+    config = {"splits": 1, "quick": True, "seed": 0, "protocol": PROTOCOL}
+    con.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),))
+    con.execute("INSERT INTO results VALUES ('a', 0, 'OPNB', 0.1, '{}', 1.0, '')")
+    con.commit()
+    con.close()
+    assert stops(old / "results.sqlite") == {}  # read as it is: no column, nothing recorded
+    store = Store(old, config)
+    store.add("b", 0, "OPNB", {**grid_row, "stops": json.dumps({"counts": {"0": 5, "1": 2}, "final": 1})})
+    store.add("b", 0, "OPNB-journal", path_row)
+    store.add("b", 0, "LDA", evaluate("LDA", X, y, train, test, inner, True))
+    store.close()
+    got = stops(old / "results.sqlite")
+    assert set(got) == {"OPNB", "OPNB-journal"}
+    assert got["OPNB"] == {"results": 1, "fits": 7, "code 0": 5, "code 1": 2, "final code 1": 1,
+                           "final code 52": 0, "unrecorded": 1}
+    text = write_report(old).read_text()
+    assert "## How the fits stopped" in text
+    assert "| OPNB | 1 | 7 | 2 (28.6%) | 0 (0.0%) | 0 | 1 (100.0%) | 0 (0.0%) | 1 |" in text

@@ -12,7 +12,7 @@ import numpy as np
 from .methods import DEFAULT_METHODS, METHODS
 
 __all__ = ["DEFAULT_METHODS", "PROTOCOL", "grid", "splits", "evaluate", "path_search", "make_estimator",
-           "tuning_plan", "scaled"]
+           "tuning_plan", "scaled", "Stops"]
 
 TEST_SIZE = 0.25
 # raised whenever a method, grid or step changes what a stored result means,
@@ -51,6 +51,35 @@ def scaled(X: np.ndarray, train: np.ndarray) -> np.ndarray:
     """Each covariate divided by its sd on the training rows (the papers' scaling)."""
     sd = X[train].std(axis=0, ddof=1)
     return X / np.where(sd > 0, sd, 1.0)
+
+
+class Stops:
+    """How a result's fits stopped: the count of each optimiser code (R's
+    optim codes: 0 converged, 1 the iteration limit, 52 the line search
+    failed) over every fit made for it, the tuning's and the final one, and
+    the final fit's code. A method whose estimator has no ``convergence_``
+    records nothing."""
+
+    def __init__(self) -> None:
+        self.counts: Dict[int, int] = {}
+        self.final: Optional[int] = None
+
+    def add(self, est: Any) -> None:
+        """Count ``est``'s last fit (a fitted estimator)."""
+        code = getattr(est, "convergence_", None)
+        if code is not None:
+            self.counts[int(code)] = self.counts.get(int(code), 0) + 1
+
+    def scorer(self) -> Any:
+        """GridSearchCV's ``scoring``: accuracy, as its default, counting each fit scored."""
+        def accuracy(est: Any, X: np.ndarray, y: np.ndarray) -> float:
+            self.add(est)
+            return float(np.mean(est.predict(X) == y))
+        return accuracy
+
+    def json(self) -> str:
+        """The record the store keeps: {"counts": {code: fits}, "final": code or null}."""
+        return json.dumps({"counts": {str(k): v for k, v in sorted(self.counts.items())}, "final": self.final})
 
 
 def make_estimator(method: str, n_features: int, binary: Optional[Sequence[int]] = None) -> Any:
@@ -94,6 +123,7 @@ def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test:
     from sklearn.model_selection import GridSearchCV
 
     t0 = time.perf_counter()
+    stops = Stops()
     Xs = scaled(X, train)
     Xtr, ytr, Xte, yte = Xs[train], y[train], Xs[test], y[test]
     params = grid(method, X.shape[1], np.unique(ytr).size, quick)
@@ -103,29 +133,34 @@ def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test:
             est = make_estimator(method, X.shape[1], binary)
             _, path = tuning_plan(method, params, quick)
             if path:
-                best = path_search(est, params, path, Xtr, ytr, inner)
+                best = path_search(est, params, path, Xtr, ytr, inner, stops)
             elif any(len(v) > 1 for v in params.values()):
-                gs = GridSearchCV(est, params, cv=list(inner), error_score=np.nan, refit=False).fit(Xtr, ytr)
+                gs = GridSearchCV(est, params, cv=list(inner), error_score=np.nan, refit=False,
+                                  scoring=stops.scorer()).fit(Xtr, ytr)
                 if not np.isfinite(gs.best_score_):
                     raise ValueError("every parameter setting failed in cross-validation")
                 best = gs.best_params_
             else:
                 best = {k: v[0] for k, v in params.items()}
-            pred = clone(est).set_params(**best).fit(Xtr, ytr).predict(Xte)
+            final = clone(est).set_params(**best).fit(Xtr, ytr)
+            stops.add(final)
+            stops.final = getattr(final, "convergence_", None)
+            pred = final.predict(Xte)
         error, note = float(np.mean(pred != yte)), ""
     except (ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
         error, best, note = float("nan"), {}, f"{type(exc).__name__}: {exc}"[:300]
     return {"error": error, "params": json.dumps(best, default=float), "seconds": time.perf_counter() - t0,
-            "note": note}
+            "note": note, "stops": stops.json()}
 
 
 def path_search(est: Any, params: Dict[str, List[Any]], path: str, X: np.ndarray, y: np.ndarray,
-                 inner: Sequence) -> Dict[str, Any]:
+                inner: Sequence, stops: Optional[Stops] = None) -> Dict[str, Any]:
     """The best parameters by CV accuracy (mean over the folds, as
     GridSearchCV; the first best in grid order), where every value of
     ``path`` comes from one fit at its largest value through the
     estimator's ``staged_predict``: one fit per setting of the other
-    parameters and fold. A fit that fails scores NaN for its setting."""
+    parameters and fold. A fit that fails scores NaN for its setting.
+    ``stops`` counts the fits' optimiser codes."""
     from sklearn.base import clone
     from sklearn.model_selection import ParameterGrid
 
@@ -136,6 +171,8 @@ def path_search(est: Any, params: Dict[str, List[Any]], path: str, X: np.ndarray
         for fit_rows, val_rows in inner:
             try:
                 e = clone(est).set_params(**setting, **{path: values[-1]}).fit(X[fit_rows], y[fit_rows])
+                if stops is not None:
+                    stops.add(e)
                 staged = list(e.staged_predict(X[val_rows]))
             except (ValueError, np.linalg.LinAlgError, FloatingPointError):
                 scores[i] = np.nan

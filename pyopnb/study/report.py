@@ -17,8 +17,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["read", "mean_errors", "win_tie_loss", "pairwise", "standardised", "write_report", "PAPER_TABLE1",
-           "PAPER_METHODS"]
+__all__ = ["read", "mean_errors", "win_tie_loss", "pairwise", "standardised", "stops", "write_report",
+           "PAPER_TABLE1", "PAPER_METHODS"]
 
 # the journal paper's Table 1: "wins-ties-losses" of the row method against the column method, 162 sets
 _J = ["OPNB", "OPGD", "SVM", "LDA", "RDA", "NB", "KDDA", "CCICA"]
@@ -91,6 +91,41 @@ def failures(db: str | Path) -> Dict[str, List[str]]:
     return {m: v for m, v in out.items() if v}
 
 
+def stops(db: str | Path) -> Dict[str, Dict[str, int]]:
+    """How each method's fits stopped, over its results that recorded it
+    (:class:`pyopnb.study.protocol.Stops`): ``fits`` and the count of each
+    code over every fit (``code 0``, ``code 1``, ...), ``final code 1`` and
+    ``final code 52`` (the results whose final fit stopped so),
+    ``results`` (those counted) and ``unrecorded`` (results stored before
+    the codes were kept). Methods whose fits have no code are left out."""
+    con = sqlite3.connect(db)
+    try:
+        cols = {r[1] for r in con.execute("PRAGMA table_info(results)")}
+        rows = con.execute("SELECT method, stops FROM results" if "stops" in cols
+                           else "SELECT method, NULL FROM results").fetchall()
+    finally:
+        con.close()
+    out: Dict[str, Dict[str, int]] = {}
+    unrecorded: Dict[str, int] = {}
+    for method, text in rows:
+        if text is None:
+            unrecorded[method] = unrecorded.get(method, 0) + 1
+            continue
+        rec = json.loads(text)
+        if not rec["counts"]:
+            continue
+        m = out.setdefault(method, {"results": 0, "fits": 0, "final code 1": 0, "final code 52": 0})
+        m["results"] += 1
+        for code, count in rec["counts"].items():
+            m["fits"] += count
+            m[f"code {code}"] = m.get(f"code {code}", 0) + count
+        if rec["final"] in (1, 52):
+            m[f"final code {rec['final']}"] += 1
+    for method, m in out.items():
+        m["unrecorded"] = unrecorded.get(method, 0)
+    return out
+
+
 def win_tie_loss(E: np.ndarray) -> np.ndarray:
     """[m, m, 3]: wins, ties and losses of method i against j over the data
     sets (rows of E) where both have a result (NaN: none)."""
@@ -146,6 +181,27 @@ def _figure(minnorm: np.ndarray, student: np.ndarray, methods: List[str], paper:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _stops_section(db: Path, methods: List[str]) -> List[str]:
+    """The report's account of how the optimisers stopped, by method."""
+    st = stops(db)
+    head = ["", "## How the fits stopped (R's optim codes), by method", ""]
+    if not st:
+        return head + ["No result recorded its fits' optimiser codes (results stored before the codes were kept, "
+                       "or no method here has one)."]
+    pct = lambda k, n: f"{k} ({100 * k / n:.1f}%)" if n else "0"  # noqa: E731
+    rows = []
+    for meth in [m for m in methods if m in st]:
+        m = st[meth]
+        other = sum(v for k, v in m.items() if k.startswith("code ") and k not in ("code 0", "code 1", "code 52"))
+        rows.append([meth, m["results"], m["fits"], pct(m.get("code 1", 0), m["fits"]),
+                     pct(m.get("code 52", 0), m["fits"]), other, pct(m["final code 1"], m["results"]),
+                     pct(m["final code 52"], m["results"]), m["unrecorded"] or ""])
+    return head + ["Every fit a result made, the tuning's and the final one: code 1 is the iteration limit "
+                   "(maxit), 52 a failed line search. A method whose fits have no code is not listed.", "",
+                   _md(rows, ["method", "results", "fits", "code 1", "code 52", "other codes",
+                              "final fit code 1", "final fit code 52", "results without codes"])]
 
 
 def _hours(seconds: float) -> str:
@@ -238,6 +294,7 @@ def write_report(out: str | Path) -> Path:
               "", "## Mean test error per data set (blank: a failure, or still to run)", "",
               _md([[s] + ["" if not np.isfinite(v) else f"{v:.3f}" for v in row] for s, row in zip(sets, E)],
                   ["data set", *methods])]
+    lines += _stops_section(db, methods)
     failed = failures(db)
     if failed:
         lines += ["", "## Failures, by method", ""]

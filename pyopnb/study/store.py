@@ -18,6 +18,9 @@ CREATE TABLE IF NOT EXISTS results (
     error REAL, params TEXT NOT NULL, seconds REAL NOT NULL, note TEXT NOT NULL,
     PRIMARY KEY (dataset, split, method));
 """
+# added after the first results were stored: a file made before has the
+# column added, NULL in its older rows (how their fits stopped was not kept)
+_STOPS = "stops"
 
 
 class Store:
@@ -33,6 +36,9 @@ class Store:
         self._run: Optional[Dict[str, Any]] = None
         self.db = sqlite3.connect(self.path)
         self.db.executescript(_SCHEMA)
+        if _STOPS not in {r[1] for r in self.db.execute("PRAGMA table_info(results)")}:
+            with self.db:
+                self.db.execute(f"ALTER TABLE results ADD COLUMN {_STOPS} TEXT")
         row = self.db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
         if row is None:
             with self.db:
@@ -56,8 +62,10 @@ class Store:
 
     def add(self, dataset: str, split: int, method: str, row: Dict[str, Any]) -> None:
         with self.db:  # one transaction per result: committed before the next is awaited
-            self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (dataset, split, method, row["error"], row["params"], row["seconds"], row["note"]))
+            self.db.execute("INSERT OR REPLACE INTO results (dataset, split, method, error, params, seconds, note, "
+                            f"{_STOPS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (dataset, split, method, row["error"], row["params"], row["seconds"], row["note"],
+                             row.get("stops")))
             if self._run is not None:
                 runs = self._run["before"] + [{"command": self._run["command"], "computed": self.computed + 1,
                                                "seconds": time.perf_counter() - self._run["t0"]}]
