@@ -518,7 +518,7 @@ def test_r_column_statistics_are_long_double_sums_in_order():
     r = np.longdouble(0)
     for v in xl:
         r = r + (v - m)
-    m = m + r / 501
+    m = np.longdouble(float(m + r / 501))  # R keeps the mean as a double
     ss = np.longdouble(0)
     for v in xl:
         ss = ss + (v - m) * (v - m)

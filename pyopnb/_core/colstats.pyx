@@ -99,7 +99,8 @@ def r_colmeans(const double[:, ::1] X, int num_threads):
 
 def r_var(const double[:, ::1] X, int num_threads):
     """R's var of each column (n >= 2): a long-double mean refined once
-    (m + sum(x - m) / n), then the long-double sum of squared deviations over
+    (m + sum(x - m) / n) and rounded to double, as R keeps it, then the
+    long-double sum of the squared long-double deviations from it over
     n - 1, rounded to double."""
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], j
     if n < 2:
@@ -113,6 +114,8 @@ def r_var(const double[:, ::1] X, int num_threads):
         raise MemoryError()
     with nogil:
         _r_means(X, m, s, num_threads)
+        for j in range(p):
+            m[j] = <double> m[j]
         _col_sums(X, m, True, s, num_threads)
         for j in range(p):
             ov[j] = <double> (s[j] / (n - 1))
