@@ -23,6 +23,9 @@ def build_parser(prog: str = "python -m pyopnb.study") -> argparse.ArgumentParse
     ap.add_argument("--backend", choices=("loky", "dask"), default="loky")
     ap.add_argument("--scheduler", help="with --backend dask: the scheduler's address, or 'local' for a cluster "
                                         "on this machine (the default)")
+    ap.add_argument("--refit-paths", action="store_true",
+                    help="refit at every value of a parameter the profile tunes by one fit's path (ndim, "
+                         "n_components): the measurement of what a path changes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--report-only", action="store_true", help="write the report from the results so far")
     ap.add_argument("--no-progress", action="store_true")
@@ -46,7 +49,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.stu
                       methods=args.methods.split(",") if args.methods else None,
                       n_splits=splits, quick=args.quick, n_jobs=args.jobs, backend=args.backend,
                       scheduler=args.scheduler, seed=args.seed, progress=not args.no_progress,
-                      command=command).close()
+                      command=command, paths=not args.refit_paths).close()
         path = write_report(args.out)
     except Interrupted as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

@@ -30,10 +30,11 @@ class Method:
     quick profile's (GridSearchCV's ``param_grid``). ``path`` names a
     parameter whose values one fit at the largest serves, through the
     estimator's ``staged_predict`` (its first m columns are a model of m
-    columns); ``path_in_full`` says whether the full profile tunes it that
-    way too (when the path is exactly what separate fits give) or by
-    separate fits, as the paper did. ``takes_binary``: the estimator gets the
-    preprocessing's one-hot columns as ``binary``.
+    columns); ``path_in_quick`` and ``path_in_full`` say whether the quick
+    and the full profile tune it that way (where the path gives what
+    separate fits give) or by separate fits, as the paper did.
+    ``takes_binary``: the estimator gets the preprocessing's one-hot columns
+    as ``binary``.
     """
 
     name: str
@@ -42,6 +43,7 @@ class Method:
     quick: Grid
     source: str
     path: Optional[str] = None
+    path_in_quick: bool = True
     path_in_full: bool = False
     takes_binary: bool = False
 

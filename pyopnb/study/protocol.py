@@ -97,14 +97,19 @@ def make_estimator(method: str, n_features: int, binary: Optional[Sequence[int]]
     return est
 
 
-def tuning_plan(method: str, params: Dict[str, List[Any]], quick: bool) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+def tuning_plan(method: str, params: Dict[str, List[Any]], quick: bool,
+                paths: bool = True) -> Tuple[List[Dict[str, Any]], Optional[str]]:
     """(the settings fitted on each fold, the parameter served by a path or
     None): with a path, one setting per value of the other parameters, at
-    the path's largest value."""
+    the path's largest value. A profile takes a method's path where the
+    method says so (``path_in_quick``, ``path_in_full``); ``paths=False``
+    refits at every value instead, whatever the method says (the
+    measurement of what a path changes)."""
     from sklearn.model_selection import ParameterGrid
 
     spec = METHODS[method]
-    if spec.path and (quick or spec.path_in_full) and params.get(spec.path):
+    takes_path = spec.path_in_quick if quick else spec.path_in_full
+    if paths and spec.path and takes_path and params.get(spec.path):
         top = max(params[spec.path])
         others = ParameterGrid({k: v for k, v in params.items() if k != spec.path})
         return [{**o, spec.path: top} for o in others], spec.path
@@ -112,13 +117,13 @@ def tuning_plan(method: str, params: Dict[str, List[Any]], quick: bool) -> Tuple
 
 
 def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, inner: Sequence,
-             quick: bool, binary: Optional[Sequence[int]] = None) -> Dict[str, Any]:
+             quick: bool, binary: Optional[Sequence[int]] = None, paths: bool = True) -> Dict[str, Any]:
     """Tune ``method`` by CV over its grid on the training rows (folds
     ``inner``), refit on them with the best parameters, and return the test
     misclassification rate, the parameters, and the seconds it all took.
-    ``binary``: the one-hot columns (for the methods that take them).
-    A method that cannot be fitted on these data gives error NaN and the
-    reason."""
+    ``binary``: the one-hot columns (for the methods that take them);
+    ``paths``: see :func:`tuning_plan`. A method that cannot be fitted on
+    these data gives error NaN and the reason."""
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV
 
@@ -131,7 +136,7 @@ def evaluate(method: str, X: np.ndarray, y: np.ndarray, train: np.ndarray, test:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est = make_estimator(method, X.shape[1], binary)
-            _, path = tuning_plan(method, params, quick)
+            _, path = tuning_plan(method, params, quick, paths)
             if path:
                 best = path_search(est, params, path, Xtr, ytr, inner, stops)
             elif any(len(v) > 1 for v in params.values()):

@@ -251,7 +251,8 @@ def write_report(out: str | Path) -> Path:
     complete = np.all(np.isfinite(E), axis=1)
     lines = ["# OPNB against the comparators on PMLB data sets (the papers' Table 1 and Figure 2)", "",
              f"{len(sets)} data sets with results; protocol: {config['splits']} splits, "
-             f"{'quick' if config['quick'] else 'full'} grids, seed {config['seed']}."]
+             f"{'quick' if config['quick'] else 'full'} grids, seed {config['seed']}"
+             f"{'; every path refitted at each of its values' if config.get('paths') is False else ''}."]
     runs = res["runs"]
     # a run killed outright by an older version, which recorded a run only at its end, left no record
     unrecorded = len(res["rows"]) - sum(r["computed"] for r in runs)

@@ -54,8 +54,8 @@ def _hms(s: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-def _task(name, s, method, X, y, train, test, inner, quick, binary):
-    return name, s, method, evaluate(method, X, y, train, test, inner, quick, binary)
+def _task(name, s, method, X, y, train, test, inner, quick, binary, paths):
+    return name, s, method, evaluate(method, X, y, train, test, inner, quick, binary, paths)
 
 
 @contextlib.contextmanager
@@ -91,7 +91,7 @@ def _backend(backend: str, scheduler: Optional[str], n_jobs: int) -> Iterator[No
 def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str]] = None,
               methods: Optional[Sequence[str]] = None, n_splits: int = 10, quick: bool = False, n_jobs: int = 1,
               backend: str = "loky", scheduler: Optional[str] = None, seed: int = 0,
-              progress: bool = True, command: Optional[str] = None) -> Store:
+              progress: bool = True, command: Optional[str] = None, paths: bool = True) -> Store:
     """Run the papers' protocol on PMLB data sets, storing every result as it comes.
 
     For each data set: the papers' preprocessing (:func:`preprocess`),
@@ -131,6 +131,11 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
     command : str, optional
         The command line that ran it, recorded with the run's time for the
         report.
+    paths : bool, default True
+        Tune a parameter by its path (one fit at its largest value) where
+        the profile does (:mod:`pyopnb.study.methods`); False refits at
+        every value, for measuring what a path changes. Recorded in the
+        store's configuration, so the two are never mixed.
 
     Returns
     -------
@@ -160,7 +165,10 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
     unknown = [m for m in meths if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
-    store = Store(out, {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed), "protocol": PROTOCOL})
+    config = {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed), "protocol": PROTOCOL}
+    if not paths:
+        config["paths"] = False  # absent: the profile's own paths, as every store before the option
+    store = Store(out, config)
     done = store.done()
     tasks: List[Any] = []
     for name in names:
@@ -171,7 +179,7 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
         X, y, info = preprocess(X, y, dseed)
         store.add_dataset(name, info)
         for s, (train, test, inner) in enumerate(splits(y, n_splits, 3 if quick else 5, dseed % (2 ** 31))):
-            tasks += [(name, s, m, X, y, train, test, inner, quick, info["binary"]) for m in meths
+            tasks += [(name, s, m, X, y, train, test, inner, quick, info["binary"], paths) for m in meths
                       if (name, s, m) not in done]
     store.begin_run(command)  # store.computed: what this call ran (0: everything was there already)
     bar = _Bar(len(tasks), progress)
