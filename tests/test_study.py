@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pyopnb.study import PAPER_TABLE1, preprocess, run_study, write_report
-from pyopnb.study.protocol import PROTOCOL
+from pyopnb.study.protocol import protocol
 from pyopnb.study.report import PAPER_METHODS, mean_errors, pairwise, standardised, win_tie_loss
 
 # the project's data folder beside the checkout (CI has it there too), or PYOPNB_PMLB_DIR
@@ -108,7 +108,7 @@ def test_quick_study_on_ten_small_sets(quick_run):
     assert coded == {"OPNB": 30, "OPNB-journal": 30, "OPGD": 30}  # the methods with an optimiser's code
     report = write_report(out)
     sets, methods, E, config = mean_errors(out / "results.sqlite")
-    assert config == {"splits": 3, "quick": True, "seed": 0, "protocol": PROTOCOL}
+    assert config == {"splits": 3, "quick": True, "seed": 0, "protocol": protocol(True)} and protocol(True) == 4
     assert len(methods) == 10 and E.shape == (10, 10) and len(sets) == 10
     finite = np.isfinite(E)
     assert finite.all() and np.all((E >= 0) & (E <= 1))
@@ -435,9 +435,11 @@ def test_each_result_counts_how_its_fits_stopped(tmp_path):
     grid_row = evaluate("OPNB", X, y, train, test, inner, True)
     rec = json.loads(grid_row["stops"])
     assert sum(rec["counts"].values()) == 2 * 3 + 1 and rec["final"] in (0, 1, 51, 52)
-    # by path: the journal's three gammas, one fit at the largest ndim a fold, then the final fit
+    # the journal's quick grid refitted (three gammas at ndim 1, 2, 3, 5), or by its path: one fit at ndim 5
     path_row = evaluate("OPNB-journal", X, y, train, test, inner, True)
-    assert sum(json.loads(path_row["stops"])["counts"].values()) == 3 * 3 + 1
+    assert sum(json.loads(path_row["stops"])["counts"].values()) == 3 * 4 * 3 + 1
+    by_path = evaluate("OPNB-journal", X, y, train, test, inner, True, paths=True)
+    assert sum(json.loads(by_path["stops"])["counts"].values()) == 3 * 4 * 3 + 1  # the profile refits it anyway
     # a method without an optimiser code counts nothing
     assert json.loads(evaluate("LDA", X, y, train, test, inner, True)["stops"]) == {"counts": {}, "final": None}
     # an iteration limit is counted as code 1, through path_search as through a grid
@@ -454,7 +456,7 @@ def test_each_result_counts_how_its_fits_stopped(tmp_path):
                       "CREATE TABLE results (dataset TEXT NOT NULL, split INTEGER NOT NULL, method TEXT NOT NULL, "
                       "error REAL, params TEXT NOT NULL, seconds REAL NOT NULL, note TEXT NOT NULL, "
                       "PRIMARY KEY (dataset, split, method));")
-    config = {"splits": 1, "quick": True, "seed": 0, "protocol": PROTOCOL}
+    config = {"splits": 1, "quick": True, "seed": 0, "protocol": protocol(True)}
     con.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),))
     con.execute("INSERT INTO results VALUES ('a', 0, 'OPNB', 0.1, '{}', 1.0, '')")
     con.commit()
@@ -472,3 +474,47 @@ def test_each_result_counts_how_its_fits_stopped(tmp_path):
     text = write_report(old).read_text()
     assert "## How the fits stopped" in text
     assert "| OPNB | 1 | 7 | 2 (28.6%) | 0 (0.0%) | 0 | 1 (100.0%) | 0 (0.0%) | 1 |" in text
+
+
+@needs_pmlb
+def test_what_a_path_changes_is_measured_against_refits(tmp_path):
+    """Two studies of the same sets, one refitting every path: LDA's path is
+    its refits (the same errors, every set a tie, kept), and the page shows
+    every method with a path."""
+    from pyopnb.study.paths import path_effect, write_path_report
+
+    sets = ["lupus", "analcatdata_fraud", "analcatdata_asbestos"]
+    common = dict(datasets=sets, n_splits=2, quick=True, progress=False)
+    run_study(PMLB, tmp_path / "path", methods=["LDA", "OPNB-journal", "NB"], **common).close()
+    run_study(PMLB, tmp_path / "refit", methods=["LDA", "OPNB-journal"], paths=False, **common).close()
+    effects = {e["method"]: e for e in path_effect(tmp_path / "path", tmp_path / "refit")}
+    assert set(effects) == {"LDA", "OPNB-journal"}  # NB has no path
+    lda = effects["LDA"]
+    assert lda["sets"] == 3 and lda["mean difference"] == 0 and lda["path against refits"] == (0, 3, 0)
+    assert lda["verdict"] == "path" and lda["mean rank, path"] == lda["mean rank, refits"]
+    journal = effects["OPNB-journal"]
+    assert journal["verdict"] in ("path", "refit") and 0 <= journal["mean error, refits"] <= 1
+    assert sum(journal["W-T-L against the others, refits"]) == 3 * 2  # two other methods on three sets
+    page = write_path_report(tmp_path / "path", tmp_path / "refit", tmp_path / "paths.md").read_text()
+    assert "| LDA | n_components | 3 |" in page and "| OPNB-journal | ndim | 3 |" in page
+    assert json.loads((tmp_path / "paths.json").read_text())[0]["method"] in ("LDA", "OPNB-journal")
+    with pytest.raises(ValueError, match="not a study run with paths=False"):
+        path_effect(tmp_path / "refit", tmp_path / "path")
+    run_study(PMLB, tmp_path / "other", methods=["LDA"], paths=False, **{**common, "n_splits": 3}).close()
+    with pytest.raises(ValueError, match="differ in more than their paths"):
+        path_effect(tmp_path / "path", tmp_path / "other")
+
+
+def test_each_profile_takes_a_path_only_where_the_method_says():
+    """LDA's path is its refits: both profiles take it. OPNB-journal's and
+    OPGD's moved results by more than the split noise (results/study/paths.md):
+    both profiles refit them at each ndim. paths=False refits every path."""
+    from pyopnb.study.protocol import tuning_plan
+
+    lda, ndim = {"n_components": [1, 2, 3]}, {"ndim": [1, 2, 3], "gamma": [0.5, 1.0]}
+    for quick in (True, False):
+        assert tuning_plan("LDA", lda, quick) == ([{"n_components": 3}], "n_components")
+        assert tuning_plan("LDA", lda, quick, paths=False)[1] is None
+        settings, path = tuning_plan("OPNB-journal", ndim, quick)
+        assert path is None and len(settings) == 6
+        assert tuning_plan("OPGD", {"ndim": [1, 2, 3]}, quick)[1] is None

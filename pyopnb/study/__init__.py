@@ -8,7 +8,9 @@ or on a Dask cluster, and writes the report.
 """
 from .data import available, load, preprocess
 from .methods import DEFAULT_METHODS
+from .paths import path_effect, write_path_report
 from .report import PAPER_TABLE1, write_report
 from .run import run_study
 
-__all__ = ["available", "load", "preprocess", "run_study", "write_report", "DEFAULT_METHODS", "PAPER_TABLE1"]
+__all__ = ["available", "load", "preprocess", "run_study", "write_report", "path_effect", "write_path_report",
+           "DEFAULT_METHODS", "PAPER_TABLE1"]

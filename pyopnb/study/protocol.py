@@ -11,13 +11,20 @@ import numpy as np
 
 from .methods import DEFAULT_METHODS, METHODS
 
-__all__ = ["DEFAULT_METHODS", "PROTOCOL", "grid", "splits", "evaluate", "path_search", "make_estimator",
+__all__ = ["DEFAULT_METHODS", "PROTOCOL", "protocol", "grid", "splits", "evaluate", "path_search", "make_estimator",
            "tuning_plan", "scaled", "Stops"]
 
 TEST_SIZE = 0.25
-# raised whenever a method, grid or step changes what a stored result means,
-# so that a store never mixes results of two protocols
-PROTOCOL = 3
+# each profile's version, raised whenever a method, grid or step changes what
+# one of its stored results means, so that a store never mixes results of two
+# versions: the quick profile's 4 refits OPNB-journal's and OPGD's ndim where
+# 3 took one fit's path; the full profile's steps have not changed since 3
+PROTOCOL = {"quick": 4, "full": 3}
+
+
+def protocol(quick: bool) -> int:
+    """The version of the quick or the full profile (:data:`PROTOCOL`)."""
+    return PROTOCOL["quick" if quick else "full"]
 
 
 def grid(method: str, p: int, K: int, quick: bool) -> Dict[str, List[Any]]:

@@ -10,7 +10,7 @@ from typing import Any, Iterator, List, Optional, Sequence
 
 from .data import available, dataset_seed, load, preprocess
 from .methods import DEFAULT_METHODS, METHODS
-from .protocol import PROTOCOL, evaluate, splits
+from .protocol import evaluate, protocol, splits
 from .store import Store
 
 __all__ = ["run_study"]
@@ -165,7 +165,8 @@ def run_study(data: str | Path, out: str | Path, datasets: Optional[Sequence[str
     unknown = [m for m in meths if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
-    config = {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed), "protocol": PROTOCOL}
+    config = {"splits": int(n_splits), "quick": bool(quick), "seed": int(seed),
+              "protocol": protocol(quick)}
     if not paths:
         config["paths"] = False  # absent: the profile's own paths, as every store before the option
     store = Store(out, config)
