@@ -498,6 +498,11 @@ def test_what_a_path_changes_is_measured_against_refits(tmp_path):
     page = write_path_report(tmp_path / "path", tmp_path / "refit", tmp_path / "paths.md").read_text()
     assert "| LDA | n_components | 3 |" in page and "| OPNB-journal | ndim | 3 |" in page
     assert json.loads((tmp_path / "paths.json").read_text())[0]["method"] in ("LDA", "OPNB-journal")
+    # beside a study's report, the measurement goes into it
+    write_path_report(tmp_path / "path", tmp_path / "refit", tmp_path / "path" / "paths.md")
+    report = write_report(tmp_path / "path").read_text()
+    assert "## What one fit's path changes" in report and "| LDA | n_components | 3 |" in report
+    assert "## What one fit's path changes" not in write_report(tmp_path / "refit").read_text()
     with pytest.raises(ValueError, match="not a study run with paths=False"):
         path_effect(tmp_path / "refit", tmp_path / "path")
     run_study(PMLB, tmp_path / "other", methods=["LDA"], paths=False, **{**common, "n_splits": 3}).close()

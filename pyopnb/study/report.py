@@ -204,6 +204,22 @@ def _stops_section(db: Path, methods: List[str]) -> List[str]:
                               "final fit code 1", "final fit code 52", "results without codes"])]
 
 
+def _paths_section(out: Path) -> List[str]:
+    """The measurement of the profile's paths (``paths.json`` beside the
+    report, :func:`pyopnb.study.write_path_report`), where there is one."""
+    path = out / "paths.json"
+    if not path.is_file():
+        return []
+    rows = [[e["method"], e["parameter"], e["sets"], f"{e['mean error, path']:.4f}", f"{e['mean error, refits']:.4f}",
+             e["sets beyond the split noise"], f"{e['mean rank, path']:.2f} / {e['mean rank, refits']:.2f}",
+             e["verdict"]] for e in json.loads(path.read_text())]
+    return ["", "## What one fit's path changes against refits (paths.md)", "",
+            "Measured on two studies of the same sets, one refitting every path; a profile keeps a path only where "
+            "it moves no set's mean error by more than the set's split noise.", "",
+            _md(rows, ["method", "path over", "sets", "mean error, path", "mean error, refits",
+                       "sets beyond their split noise", "mean rank path / refits", "verdict"])]
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h"
 
@@ -296,6 +312,7 @@ def write_report(out: str | Path) -> Path:
               _md([[s] + ["" if not np.isfinite(v) else f"{v:.3f}" for v in row] for s, row in zip(sets, E)],
                   ["data set", *methods])]
     lines += _stops_section(db, methods)
+    lines += _paths_section(out)
     failed = failures(db)
     if failed:
         lines += ["", "## Failures, by method", ""]
