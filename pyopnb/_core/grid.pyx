@@ -396,7 +396,7 @@ cdef class GridTables:
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
         passes are overwritten by the next passes."""
         cdef Py_ssize_t ndim = self.ndim, n = self.n, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef int K = self.wk.P.K, nthr = self.wk.nthr
+        cdef int nthr = self.wk.nthr
         if Zt.shape[0] != ndim or Zt.shape[1] != n:
             raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
         self.Zt = np.asarray(Zt)
@@ -415,8 +415,8 @@ cdef class GridTables:
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef Support sp
-        cdef int tid, k, inner = nthr if ndim == 1 else 1
-        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, b, i, i0, i1, g, j
+        cdef int tid, inner = nthr if ndim == 1 else 1
+        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, b, i0, i1
         cdef double mn, mx
         cdef int[:, ::1] cv = self.cells
         with nogil:

@@ -333,8 +333,9 @@ __attribute__((target("avx2"))) static inline __attribute__((always_inline)) dou
     return bsum;
 }
 
-/* classes k.. of a group: lanes below m set, their class numbers, their
- * bandwidths (1 in the masked lanes, never read by a division's result) */
+/* a group of m classes from class k: its mask (lanes below m), its lanes'
+ * classes, and their bandwidths (1 in the masked lanes, whose quotients
+ * are never read) */
 __attribute__((target("avx2"))) static inline __m256i pyopnb_group_mask(int m) {
     return _mm256_cmpgt_epi64(_mm256_set1_epi64x(m), _mm256_set_epi64x(3, 2, 1, 0));
 }
@@ -374,11 +375,6 @@ static inline __attribute__((always_inline)) void pyopnb_grad_finish(double* dz,
     }
 }
 
-/* The points as evaluation points in one column of the gradient, in order:
- * dz[i] = pyopnb_grad_point at point i (i0 <= i < i1) of the tables S, D
- * [., K] read at the point's row at[i] (a grid cell: weights W by cell,
- * R's binned gradient; or a sorted row: weights by point, W + i K, started
- * fresh, the exact passes), with its posteriors post[i K] and class y[i] */
 #if PYOPNB_DISPATCH
 /* The points' sums with a row of at most four classes (AVX2): one group,
  * its mask, classes and bandwidths made once for all the points */
@@ -398,6 +394,12 @@ __attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2
 }
 #endif
 
+/* The points as evaluation points in one column of the gradient, in order:
+ * dz[i] = point i's result (i0 <= i < i1; pyopnb_grad_point's sum, finished
+ * by pyopnb_grad_finish) of the tables S, D [., K] read at the point's row
+ * at[i] (a grid cell: weights W by cell, R's binned gradient; or a sorted
+ * row: weights by point, W + i K, started fresh, the exact passes), with
+ * its posteriors post[i K] and class y[i] */
 template <bool AVX2, class I, bool W_OWN>
 static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
         const double* S, const double* D, double* W, const I* at, const double* post, const int* y, ptrdiff_t i0,

@@ -385,10 +385,9 @@ def _check_r_orders():
                     np.r_[np.asarray(rbridge.r("colSums(Xs__)")), np.asarray(rbridge.r("rowSums(Xs__)")),
                           np.asarray(rbridge.r("sum(Xs__)"))], 0, 0, "bit for bit"),
         ]
-    # var of columns far from 0, where R's mean rounded to double before the
-    # deviations moves the last bit of a column's var now and then (1 in
-    # 3000 of these, where the deviations from the long-double mean were
-    # taken)
+    # var of columns far from 0: R takes the deviations from the mean rounded
+    # to double, and from the long-double mean 1 of these 3000 columns' var
+    # differed in its last bit
     urng = np.random.default_rng(2)
     U = urng.normal(size=(301, 3000)) * 0.37 + urng.uniform(1e3, 1e5, size=3000)
     rbridge.assign("U__", U)
