@@ -462,6 +462,11 @@ def test_each_result_counts_how_its_fits_stopped(tmp_path):
     con.commit()
     con.close()
     assert stops(old / "results.sqlite") == {}  # read as it is: no column, nothing recorded
+    with pytest.raises(ValueError, match="another protocol"):
+        Store(old, {**config, "splits": 2})
+    con = sqlite3.connect(old / "results.sqlite")
+    assert "stops" not in {r[1] for r in con.execute("PRAGMA table_info(results)")}  # a refused run changes nothing
+    con.close()
     store = Store(old, config)
     store.add("b", 0, "OPNB", {**grid_row, "stops": json.dumps({"counts": {"0": 5, "1": 2}, "final": 1})})
     store.add("b", 0, "OPNB-journal", path_row)

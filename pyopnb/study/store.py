@@ -36,16 +36,18 @@ class Store:
         self._run: Optional[Dict[str, Any]] = None
         self.db = sqlite3.connect(self.path)
         self.db.executescript(_SCHEMA)
-        if _STOPS not in {r[1] for r in self.db.execute("PRAGMA table_info(results)")}:
-            with self.db:
-                self.db.execute(f"ALTER TABLE results ADD COLUMN {_STOPS} TEXT")
         row = self.db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
         if row is None:
             with self.db:
                 self.db.execute("INSERT INTO meta VALUES ('config', ?)", (json.dumps(config, sort_keys=True),))
         elif json.loads(row[0]) != config:
+            self.db.close()
             raise ValueError(f"{self.path} holds results of another protocol ({row[0]}); this run is "
                              f"{json.dumps(config, sort_keys=True)}: give another output folder")
+        # a file of this protocol made before the column: changed only once it is known to be written to
+        if _STOPS not in {r[1] for r in self.db.execute("PRAGMA table_info(results)")}:
+            with self.db:
+                self.db.execute(f"ALTER TABLE results ADD COLUMN {_STOPS} TEXT")
 
     def done(self) -> Set[Tuple[str, int, str]]:
         return {(d, int(s), m) for d, s, m in self.db.execute("SELECT dataset, split, method FROM results")}
