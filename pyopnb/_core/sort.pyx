@@ -44,18 +44,41 @@ cdef struct KeyIdx:
     Py_ssize_t idx
 
 
-cdef void _radix(KeyIdx* a0, KeyIdx* a1, Py_ssize_t n, Py_ssize_t* counts) noexcept nogil:
-    """Stable LSD radix sort of a0[:n] by key; the result ends in a0 (a1 is scratch)."""
+cdef struct RankScale:
+    # a key's rank in value, floor((v - lo) * scale), at most top (_rank_sort)
+    double lo
+    double scale
+    long long top
+
+
+cdef inline Py_ssize_t _digit(unsigned long long key, int shift, const RankScale* rank) noexcept nogil:
+    """The radix digit at bit `shift`: of the key's bits (rank NULL) or of
+    its rank (where rounding reaches top + 1, top; a NaN there too: its rank
+    only places it for the insertion sort, which orders every key)."""
+    cdef double r
+    cdef long long q
+    if rank == NULL:
+        return (key >> shift) & (NBUCKET - 1)
+    r = (_key_value(key) - rank.lo) * rank.scale
+    q = <long long> r if r < rank.top else rank.top
+    return (q >> shift) & (NBUCKET - 1)
+
+
+cdef inline void _radix(KeyIdx* a0, KeyIdx* a1, Py_ssize_t n, Py_ssize_t* counts, int npass,
+                        const RankScale* rank) noexcept nogil:
+    """Stable LSD radix sort of a0[:n] by npass digits (_digit: of the key,
+    or of its rank); the result ends in a0 (a1 is scratch; counts: npass x
+    NBUCKET). Inlined, so that each caller's digit source is fixed."""
     cdef Py_ssize_t i, tot, cnt
     cdef int p, b, shift
     cdef bint skip
     cdef KeyIdx* tmp
     cdef KeyIdx* orig = a0
-    memset(counts, 0, NPASS * NBUCKET * sizeof(Py_ssize_t))
+    memset(counts, 0, npass * NBUCKET * sizeof(Py_ssize_t))
     for i in range(n):
-        for p in range(NPASS):
-            counts[p * NBUCKET + ((a0[i].key >> (DIGIT * p)) & (NBUCKET - 1))] += 1
-    for p in range(NPASS):
+        for p in range(npass):
+            counts[p * NBUCKET + _digit(a0[i].key, DIGIT * p, rank)] += 1
+    for p in range(npass):
         shift = DIGIT * p
         skip = False
         tot = 0
@@ -68,12 +91,32 @@ cdef void _radix(KeyIdx* a0, KeyIdx* a1, Py_ssize_t n, Py_ssize_t* counts) noexc
         if skip:
             continue
         for i in range(n):
-            b = (a0[i].key >> shift) & (NBUCKET - 1)
+            b = _digit(a0[i].key, shift, rank)
             a1[counts[p * NBUCKET + b]] = a0[i]
             counts[p * NBUCKET + b] += 1
         tmp = a0; a0 = a1; a1 = tmp
     if a0 != orig:
         memcpy(orig, a0, n * sizeof(KeyIdx))
+
+
+cdef inline bint _insertion(KeyIdx* a, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t budget) noexcept nogil:
+    """Insertion sort of a[lo:hi] by key (stable); False once its moves pass
+    budget (a[lo:hi] is then a permutation, not yet sorted)."""
+    cdef Py_ssize_t i, j, moves = 0
+    cdef KeyIdx item
+    for i in range(lo + 1, hi):
+        if a[i - 1].key <= a[i].key:
+            continue
+        item = a[i]
+        j = i
+        while j > lo and a[j - 1].key > item.key:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = item
+        moves += i - j
+        if moves > budget:
+            return False
+    return True
 
 
 cdef void _merge(const KeyIdx* a, Py_ssize_t na, const KeyIdx* b, Py_ssize_t nb, KeyIdx* out) noexcept nogil:
@@ -148,21 +191,14 @@ cdef void _small_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* 
     cdef KeyIdx* a0 = buf0
     cdef KeyIdx* a1 = buf1
     cdef KeyIdx* tmp
-    cdef KeyIdx item
-    cdef Py_ssize_t i, j, lo, hi, mid, width
+    cdef Py_ssize_t i, lo, hi, mid, width
     for i in range(n):
         a0[i].key = _sort_key(x[i])
         a0[i].idx = i
     lo = 0
     while lo < n:
         hi = min(lo + RUN, n)
-        for i in range(lo + 1, hi):
-            item = a0[i]
-            j = i
-            while j > lo and a0[j - 1].key > item.key:
-                a0[j] = a0[j - 1]
-                j -= 1
-            a0[j] = item
+        _insertion(a0, lo, hi, RUN * RUN)
         lo = hi
     width = RUN
     while width < n:
@@ -174,20 +210,16 @@ cdef void _small_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* 
             lo = hi
         tmp = a0; a0 = a1; a1 = tmp
         width *= 2
+    _write_order(a0, n, order, xs)
+
+
+cdef inline void _write_order(const KeyIdx* a, Py_ssize_t n, Py_ssize_t* order, double* xs) noexcept nogil:
+    """order = the sorted items' indices, and xs = their keys' values unless NULL."""
+    cdef Py_ssize_t i
     for i in range(n):
-        order[i] = a0[i].idx
+        order[i] = a[i].idx
         if xs != NULL:
-            xs[i] = _key_value(a0[i].key)
-
-
-cdef inline Py_ssize_t _rank_digit(unsigned long long key, double lo, double scale, long long top,
-                                   int shift) noexcept nogil:
-    """Digit `shift` of a key's rank, floor((v - lo) * scale) for its value v,
-    at most top (where rounding reaches top + 1; a NaN there too: its rank
-    only places it for the insertion sort, which orders every key)."""
-    cdef double r = (_key_value(key) - lo) * scale
-    cdef long long q = <long long> r if r < top else top
-    return q >> shift & (NBUCKET - 1)
+            xs[i] = _key_value(a[i].key)
 
 
 cdef int _rank_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs) noexcept nogil:
@@ -200,66 +232,40 @@ cdef int _rank_sort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs
     order. Returns 1 where the keys do not spread evenly enough (an infinite
     key, a range that overflows, the insertion sort past RANK_MOVES moves a
     key): the caller sorts by the whole key; -1 when out of memory."""
-    cdef Py_ssize_t i, j, b, moves = 0, tot, cnt
-    cdef double lo = x[0], hi = x[0], v, scale
-    cdef int p, npass = 2 if n <= RANK_TWO_PASSES else 3
-    cdef KeyIdx item
+    cdef Py_ssize_t i
+    cdef double lo = x[0], hi = x[0], v
+    cdef int npass = 2 if n <= RANK_TWO_PASSES else 3
+    cdef RankScale rank
     for i in range(n):
         v = x[i]
         if v < lo:
             lo = v
         elif v > hi:
             hi = v
-    scale = (hi - lo) if hi > lo else 0.0
-    if not (scale > 0.0 and scale < INFINITY):
+    rank.lo = lo
+    rank.scale = (hi - lo) if hi > lo else 0.0
+    if not (rank.scale > 0.0 and rank.scale < INFINITY):
         return 1            # one value, or an infinity among them
-    cdef long long top = (<long long> 1 << (DIGIT * npass)) - 1
-    scale = (top + 1.0) / scale
-    if not (scale < INFINITY):
+    rank.top = (<long long> 1 << (DIGIT * npass)) - 1
+    rank.scale = (rank.top + 1.0) / rank.scale
+    if not (rank.scale < INFINITY):
         return 1
     cdef KeyIdx* a0 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
     cdef KeyIdx* a1 = <KeyIdx*> scratch_alloc(n * sizeof(KeyIdx))
     cdef Py_ssize_t* counts = <Py_ssize_t*> scratch_alloc(npass * NBUCKET * sizeof(Py_ssize_t))
-    cdef KeyIdx* tmp
+    cdef int rc = 1
     if a0 == NULL or a1 == NULL or counts == NULL:
         scratch_free(a0); scratch_free(a1); scratch_free(counts)
         return -1
-    memset(counts, 0, npass * NBUCKET * sizeof(Py_ssize_t))
     for i in range(n):
         a0[i].key = _sort_key(x[i])
         a0[i].idx = i
-        for p in range(npass):
-            counts[p * NBUCKET + _rank_digit(a0[i].key, lo, scale, top, DIGIT * p)] += 1
-    for p in range(npass):
-        tot = 0
-        for b in range(NBUCKET):
-            cnt = counts[p * NBUCKET + b]
-            counts[p * NBUCKET + b] = tot
-            tot += cnt
-        for i in range(n):
-            b = p * NBUCKET + _rank_digit(a0[i].key, lo, scale, top, DIGIT * p)
-            a1[counts[b]] = a0[i]
-            counts[b] += 1
-        tmp = a0; a0 = a1; a1 = tmp
-    for i in range(1, n):
-        if a0[i - 1].key <= a0[i].key:
-            continue
-        item = a0[i]
-        j = i
-        while j > 0 and a0[j - 1].key > item.key:
-            a0[j] = a0[j - 1]
-            j -= 1
-        a0[j] = item
-        moves += i - j
-        if moves > RANK_MOVES * n:
-            scratch_free(a0); scratch_free(a1); scratch_free(counts)
-            return 1
-    for i in range(n):
-        order[i] = a0[i].idx
-        if xs != NULL:
-            xs[i] = _key_value(a0[i].key)
+    _radix(a0, a1, n, counts, npass, &rank)
+    if _insertion(a0, 0, n, RANK_MOVES * n):
+        _write_order(a0, n, order, xs)
+        rc = 0
     scratch_free(a0); scratch_free(a1); scratch_free(counts)
-    return 0
+    return rc
 
 
 cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, int nthr) noexcept nogil:
@@ -290,7 +296,7 @@ cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, 
     for c in prange(nchunk, num_threads=nthr, schedule='static'):
         tid = _thread_id()
         lo = c * CHUNK
-        _radix(&a0[lo], &a1[lo], min(CHUNK, n - lo), &counts[tid * NPASS * NBUCKET])
+        _radix(&a0[lo], &a1[lo], min(CHUNK, n - lo), &counts[tid * NPASS * NBUCKET], NPASS, NULL)
     width = CHUNK
     while width < n:
         _merge_level(a0, a1, n, width, nthr)
