@@ -71,11 +71,8 @@ def test_R_sums_accumulate_in_long_double_in_order():
     np.testing.assert_array_equal(colstats.col_norms(X), np.sqrt(colstats.r_colsums(X * X)))
 
 
-def test_R_cov_in_its_order():
-    """R's cov: long-double means refined once and rounded, long-double
-    deviations and products, the sum over n - 1 rounded once."""
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(200, 5)) * [1, 1e3, 1e-3, 7, 1] + [0, 5e3, 0, -2, 1e6]
+def _naive_r_cov(X):
+    """R's cov.c, one long-double operation at a time."""
     n, d = X.shape
     ld = X.astype(np.longdouble)
     m = []
@@ -89,17 +86,41 @@ def test_R_cov_in_its_order():
             s += v - t
         m.append(np.longdouble(np.float64(t + s / n)))
     ref = np.empty((d, d))
-    for i in range(d):
-        for j in range(d):
-            s = np.longdouble(0)
-            for k in range(n):
-                s += (ld[k, i] - m[i]) * (ld[k, j] - m[j])
-            ref[i, j] = np.float64(s / (n - 1))
+    with np.errstate(over="ignore"):
+        for i in range(d):
+            for j in range(d):
+                s = np.longdouble(0)
+                for k in range(n):
+                    s += (ld[k, i] - m[i]) * (ld[k, j] - m[j])
+                ref[i, j] = np.float64(s / (n - 1))
+    return ref
+
+
+def test_R_cov_in_its_order():
+    """R's cov: long-double means refined once and rounded, long-double
+    deviations and products, the sum over n - 1 rounded once."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 5)) * [1, 1e3, 1e-3, 7, 1] + [0, 5e3, 0, -2, 1e6]
+    ref = _naive_r_cov(X)
     for threads in (1, 2, 7):
         np.testing.assert_array_equal(colstats.r_cov(X, threads), ref)
     np.testing.assert_allclose(ref, np.cov(X, rowvar=False), rtol=1e-12)
     with pytest.raises(ValueError, match="two rows"):
         colstats.r_cov(X[:1], 1)
+
+
+def test_R_cov_with_deviations_past_a_double():
+    """A block of rows whose deviations leave double's range (held in long
+    doubles) and blocks beside it that do not (held as two doubles) give
+    R's sums alike; so do subnormal columns."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 4)) * [1.0, 1e-310, 3.0, 1.0]
+    X[70:80, 2] = [1.79e308] + [-1.79e308] * 9  # the mean near -1.1e307: a deviation of 1.9e308, in the second block of 64
+    ref = _naive_r_cov(X)
+    assert (np.longdouble(X[70, 2]) - np.mean(X[:, 2].astype(np.longdouble))) > np.finfo(np.float64).max
+    assert np.isinf(ref[2, 2]) and np.all(np.isfinite(np.delete(np.delete(ref, 2, 0), 2, 1)))
+    for threads in (1, 3):
+        np.testing.assert_array_equal(colstats.r_cov(X, threads), ref)
 
 
 def _symmetric(d, seed, vals=None):

@@ -436,6 +436,44 @@ def test_grid_subset_values_are_the_objective_of_the_subsets():
         tables.value_and_posteriors(np.zeros(3), False)
 
 
+@pytest.mark.parametrize("kind", ["exact", "linear", "exact_r"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_column_passes_subset_values_are_each_subset_afresh(kind, threads):
+    """The exact and linear passes' subset values go on from the chosen
+    columns' products, kept from step to step: each is l of its subset
+    evaluated afresh, to the bit, through R's greedy steps, after another
+    Z, and out of order."""
+    from pyopnb._core import evaluator as _evaluator, passes as _passes, project as _project
+    from pyopnb.objective import check_problem
+
+    V, X, y, PI = problem(8, n=400, d=6, ndim=5, K=3)
+    p = check_problem(X, y, PI, np.ones(3))
+    make = {"exact": lambda: _passes.ExactPasses(p.y0, p.h, PI, threads, _BETA),
+            "exact_r": lambda: _passes.ExactPasses(p.y0, p.h, PI, threads, _BETA, True),
+            "linear": lambda: _passes.LinearPasses(p.y0, p.h, PI, threads, 60, _BETA, 1e-8)}[kind]
+    core = make()
+
+    def afresh(Zt, chosen, candidates):
+        return _evaluator.Evaluator.subset_values(make(), Zt, chosen, candidates)
+
+    for W in (V, V + 0.2 * np.random.default_rng(9).normal(size=V.shape)):
+        Zt = _project.project(p.X, W, 1)
+        core.evaluate(Zt, True)
+        chosen, remaining = [], list(range(5))
+        while remaining:
+            got = core.subset_values(Zt, chosen, remaining)
+            assert got == afresh(Zt, chosen, remaining)
+            chosen.append(remaining.pop(int(np.argmax(got))))
+        # the same step again, a step back, and chosen columns in another order
+        assert core.subset_values(Zt, chosen[:3], [chosen[3]]) == afresh(Zt, chosen[:3], [chosen[3]])
+        assert core.subset_values(Zt, chosen[:3], [chosen[4]]) == afresh(Zt, chosen[:3], [chosen[4]])
+        assert core.subset_values(Zt, chosen[:1], chosen[1:]) == afresh(Zt, chosen[:1], chosen[1:])
+        assert core.subset_values(Zt, chosen[1::-1], [4]) == afresh(Zt, chosen[1::-1], [4])
+    with pytest.raises(ValueError, match="init must be"):
+        _passes.class_products(Zt[:1].copy(), p.y0, 3, p.h, _passes.MODE_EXACT, 0, 0.0, _BETA, 1, None,
+                               (np.ones((400, 3)), np.zeros((3, 400))))
+
+
 def _direct_subset_values(tables, base, candidates, logprior, y):
     """The subsets' l straight from the tables: a log-sum-exp per point (the
     base's log densities from its density tables, as subset_values takes

@@ -128,6 +128,13 @@ def r_sd(const double[:, ::1] X, int num_threads):
     return np.sqrt(r_var(X, num_threads))
 
 
+cdef extern from "_core/cov.h" nogil:
+    # one block of rows' sums of products of deviations, added to acc for pairs [a0, a1)
+    void pyopnb_cov_block(const double* x, Py_ssize_t nb, Py_ssize_t d, const double* m, const Py_ssize_t* pi,
+                          const Py_ssize_t* pj, Py_ssize_t a0, Py_ssize_t a1, double* h, double* l,
+                          long double* v, Py_ssize_t stride, long double* acc)
+
+
 # rows of deviations r_cov holds at a time
 DEF _COV_ROWS = 64
 
@@ -139,7 +146,7 @@ def r_cov(const double[:, ::1] X, int num_threads):
     deviations (taken in long double from the double means), over n - 1,
     rounded to double. Threads take ranges of the d(d+1)/2 pairs."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], npair = d * (d + 1) // 2
-    cdef Py_ssize_t i, j, k, part, nparts, a0, a1, pr
+    cdef Py_ssize_t i, j, part, nparts, a0, a1, pr, k0
     if n < 2:
         raise ValueError("cov needs at least two rows")
     out = np.empty((d, d))
@@ -151,18 +158,15 @@ def r_cov(const double[:, ::1] X, int num_threads):
     cdef Py_ssize_t* pi = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
     cdef Py_ssize_t* pj = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
     nparts = max(1, min(num_threads, npair))
-    # each part's deviations for a block of rows: a pair's sum then stays in
-    # a register through the block (in memory it was stored and reloaded at
-    # every row), and still adds the rows in order
+    # each part's deviations for a block of rows, column by column (cov.h):
+    # a pair's sum stays in a register through the block and still adds the
+    # rows in order
+    cdef double* hl = <double*> malloc(nparts * 2 * _COV_ROWS * d * sizeof(double))
     cdef long double* devs = <long double*> malloc(nparts * _COV_ROWS * d * sizeof(long double))
     cdef long double* mm = <long double*> malloc(2 * d * sizeof(long double))
     cdef long double* sm = &mm[d] if mm != NULL else NULL
-    cdef long double s, t, u, w, x
-    cdef long double* dev
-    cdef const long double* row
-    cdef Py_ssize_t k0, nb, a, b, a2, b2, a3, b3, a4, b4
-    if m == NULL or acc == NULL or pi == NULL or pj == NULL or devs == NULL or mm == NULL:
-        free(m); free(acc); free(pi); free(pj); free(devs); free(mm)
+    if m == NULL or acc == NULL or pi == NULL or pj == NULL or hl == NULL or devs == NULL or mm == NULL:
+        free(m); free(acc); free(pi); free(pj); free(hl); free(devs); free(mm)
         raise MemoryError()
     pr = 0
     for i in range(d):
@@ -177,54 +181,14 @@ def r_cov(const double[:, ::1] X, int num_threads):
         for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
             a0 = part * npair // nparts
             a1 = (part + 1) * npair // nparts
-            dev = &devs[part * _COV_ROWS * d]
             for k0 in range(0, n, _COV_ROWS):
-                nb = min(<Py_ssize_t> _COV_ROWS, n - k0)
-                for k in range(nb):
-                    for j in range(d):
-                        dev[k * d + j] = <long double> X[k0 + k, j] - <long double> m[j]
-                # four pairs at a time: their chains of additions overlap
-                pr = a0
-                while pr + 4 <= a1:
-                    a, b, a2, b2 = pi[pr], pj[pr], pi[pr + 1], pj[pr + 1]
-                    a3, b3, a4, b4 = pi[pr + 2], pj[pr + 2], pi[pr + 3], pj[pr + 3]
-                    s = acc[pr]
-                    t = acc[pr + 1]
-                    u = acc[pr + 2]
-                    w = acc[pr + 3]
-                    if a4 == a:
-                        # one column against four (pairs run along a row of
-                        # the triangle): its deviation read once a row
-                        for k in range(nb):
-                            row = &dev[k * d]
-                            x = row[a]
-                            s = s + x * row[b]
-                            t = t + x * row[b2]
-                            u = u + x * row[b3]
-                            w = w + x * row[b4]
-                    else:
-                        for k in range(nb):
-                            row = &dev[k * d]
-                            s = s + row[a] * row[b]
-                            t = t + row[a2] * row[b2]
-                            u = u + row[a3] * row[b3]
-                            w = w + row[a4] * row[b4]
-                    acc[pr] = s
-                    acc[pr + 1] = t
-                    acc[pr + 2] = u
-                    acc[pr + 3] = w
-                    pr = pr + 4
-                while pr < a1:
-                    a, b = pi[pr], pj[pr]
-                    s = acc[pr]
-                    for k in range(nb):
-                        s = s + dev[k * d + a] * dev[k * d + b]
-                    acc[pr] = s
-                    pr = pr + 1
+                pyopnb_cov_block(&X[k0, 0], min(<Py_ssize_t> _COV_ROWS, n - k0), d, m, pi, pj, a0, a1,
+                                 &hl[part * 2 * _COV_ROWS * d], &hl[(part * 2 + 1) * _COV_ROWS * d],
+                                 &devs[part * _COV_ROWS * d], _COV_ROWS, acc)
         for pr in range(npair):
             ov[pi[pr], pj[pr]] = <double> (acc[pr] / (n - 1))
             ov[pj[pr], pi[pr]] = ov[pi[pr], pj[pr]]
-    free(m); free(acc); free(pi); free(pj); free(devs); free(mm)
+    free(m); free(acc); free(pi); free(pj); free(hl); free(devs); free(mm)
     return out
 
 

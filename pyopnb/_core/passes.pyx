@@ -510,11 +510,13 @@ def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                    int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
-                   int num_threads, ColumnScratch scratch=None):
+                   int num_threads, ColumnScratch scratch=None, tuple init=None):
     """(pr, acc) [n, K]: prod_t f_kt(z_it) = pr[i, k] exp(acc[i, k]) as
     pyopnb_products_n keeps them (acc 0 where the product stayed in range);
     Zt is [ndim, n]. ``scratch``: a ColumnScratch made for these arguments,
-    kept between calls.
+    kept between calls. ``init``: the (pr, acc) of columns before Zt's, to
+    go on from (not changed): the products of all the columns then, to the
+    bit, since the columns go in in order whatever the waves.
 
     The columns go in waves (see _wave): each column of a wave is set up
     and summed on its own thread (the whole team when the wave has one
@@ -528,13 +530,21 @@ def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     cdef Column* cols
     cdef bint keep = wk.keep
     cdef int bad = 0
-    if ndim == 0 or n == 0:
+    cdef bint fresh = init is None
+    if not fresh:
+        if len(init) != 2 or any(np.shape(a) != (n, K) for a in init):
+            raise ValueError(f"init must be (pr, acc), each ({n}, {K})")
+        if ndim == 0 or n == 0:
+            return np.array(init[0], dtype=np.float64), np.array(init[1], dtype=np.float64)
+    elif ndim == 0 or n == 0:
         return np.ones((n, K)), np.zeros((n, K))
     # each point's class densities multiplied over the columns
-    prods = np.empty((n, K))
-    acc = np.empty((n, K))
+    prods = np.empty((n, K)) if fresh else np.array(init[0], dtype=np.float64, order="C")
+    acc = np.empty((n, K)) if fresh else np.array(init[1], dtype=np.float64, order="C")
     cdef double* pr = <double*> cnp.PyArray_DATA(prods)
     cdef double* ac = <double*> cnp.PyArray_DATA(acc)
+    # the kept columns are a whole Z's only when the products started here
+    keep = keep and fresh
     wk.kept = False
     with nogil:
         t0 = 0
@@ -543,7 +553,7 @@ def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             cols = wk.cols + (t0 if keep else 0)
             bad = _wave_setup(P, &Zt[0, 0], t0, w, cols, keep, wk.memos, nthr)
             if not bad:
-                bad = _multiply_columns(P, cols, w, pr, ac, t0 == 0, nthr)
+                bad = _multiply_columns(P, cols, w, pr, ac, fresh and t0 == 0, nthr)
             t0 = t0 + w
         if keep and not bad:
             memcpy(wk.Zkept, &Zt[0, 0], ndim * n * sizeof(double))
@@ -611,6 +621,9 @@ cdef class _ColumnPasses(Evaluator):
     cdef readonly bint squared_priors
     cdef object beta, value_PI
     cdef double eps
+    # subset_values' chosen rows of Z' and their products (pr, acc), or None
+    cdef object _chosen_rows
+    cdef tuple _chosen_products
 
     def __init__(self, y0, h, PI, int threads, int mode, Py_ssize_t nbin, const double[::1] beta, double eps,
                  bint squared_priors):
@@ -631,6 +644,34 @@ cdef class _ColumnPasses(Evaluator):
             return float(value), None
         return float(value), log_density_gradient(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, post,
                                                   self.beta, self.threads, self.scratch)
+
+    cpdef list subset_values(self, object Zt, list chosen, list candidates):
+        """As Evaluator.subset_values, to the bit, with each point's products
+        over ``chosen`` made once and each candidate's column multiplied into
+        them: R's greedy order then sums every column once a step, not
+        the chosen ones again for each candidate. The chosen columns'
+        products are kept for the next step, which adds one column to them."""
+        Za = np.asarray(Zt)
+        if not chosen:
+            return Evaluator.subset_values(self, Zt, chosen, candidates)
+        rows = np.array(Za[chosen], dtype=np.float64, order="C")
+        kept = self._chosen_rows
+        if kept is not None and kept.shape[0] == len(chosen) and np.array_equal(kept, rows):
+            state = self._chosen_products
+        elif kept is not None and kept.shape[0] == len(chosen) - 1 and np.array_equal(kept, rows[:-1]):
+            state = self._products(rows[-1:], self._chosen_products)
+        else:
+            state = self._products(rows, None)
+        self._chosen_rows, self._chosen_products = rows, state
+        values = []
+        for j in candidates:
+            pr, acc = self._products(np.ascontiguousarray(Za[[j]]), state)
+            values.append(float(product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI)[0]))
+        return values
+
+    cdef tuple _products(self, Zt, tuple init):
+        return class_products(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta, self.threads,
+                              self.scratch, init)
 
 
 cdef class ExactPasses(_ColumnPasses):

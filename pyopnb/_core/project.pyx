@@ -11,9 +11,14 @@ cdef extern from "_core/project.h" nogil:
     void pyopnb_project_rows(int level, const double* x, int R, Py_ssize_t p, const double* V, Py_ssize_t ndp,
                              Py_ssize_t nd, double* zt, Py_ssize_t n)
 
+cdef extern from "_core/simd.h" nogil:
+    void pyopnb_prefetch(const double* a, Py_ssize_t len)
+
 
 # rows a call of pyopnb_project_rows takes: a multiple of every chunk's row count
 DEF _ROWS = 24
+# the block of rows asked of memory while a block is projected: this many ahead
+DEF _AHEAD = 2
 
 
 def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out=None):
@@ -51,5 +56,7 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     with nogil:
         for i in prange(nblk, num_threads=max(1, num_threads), schedule="static"):
             xp = &X[i * _ROWS, 0] if p > 0 else NULL
+            if i + _AHEAD < nblk:
+                pyopnb_prefetch(xp + _AHEAD * _ROWS * p, min(_ROWS, n - (i + _AHEAD) * _ROWS) * p)
             pyopnb_project_rows(level, xp, <int> min(_ROWS, n - i * _ROWS), p, vp, ndp, nd, &zt[0, i * _ROWS], n)
     return Zt

@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <mutex>
 
@@ -31,7 +30,6 @@ const size_t HEADER = 64;             /* keeps the data 64-byte aligned where th
 const size_t POOL_MIN = 32u << 10;    /* blocks (header included) pooled from this size... */
 const size_t POOL_MAX = 32u << 20;    /* ...to this one */
 const size_t KEEP_MAX = 64u << 20;    /* idle bytes kept at most */
-const size_t HUGE_PAGE = 2u << 20;
 const int NCLASS = 4 * 64;            /* four classes per power of two */
 const int DEPTH = 8;                  /* idle blocks kept per class */
 const size_t DIRECT = (size_t)-1;     /* the class of a block that is not pooled */
@@ -68,18 +66,11 @@ static inline size_t class_size(int c) {
     return base + (size_t)(c % 4 + 1) * (base >> 2);
 }
 
-/* fresh memory from the C library: 2 MiB aligned and on transparent huge
-   pages from 4 MiB up (a fresh 4 KiB page faults when first touched) */
-static inline void* fresh(size_t total) {
-    void* p = NULL;
-    if (total < 2 * HUGE_PAGE) return malloc(total);
-    size_t rounded = (total + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    if (posix_memalign(&p, HUGE_PAGE, rounded)) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    return p;
-}
+/* fresh memory from the C library. Not advised onto transparent huge
+   pages: where the kernel compacts memory for them (defrag "madvise", a
+   common default), a fit's first touch of its arrays stalled by up to
+   30 ms in a fresh process, more than the fewer page faults saved */
+static inline void* fresh(size_t total) { return malloc(total); }
 
 static inline void* alloc(size_t nbytes) {
     size_t total = (nbytes ? nbytes : 1) + HEADER, csize = 0, cls = DIRECT;
