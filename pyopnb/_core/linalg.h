@@ -113,7 +113,7 @@ static inline void pyopnb_xp(int level, const double* A, ptrdiff_t m, ptrdiff_t 
  * (rows of Bt contiguous, as the objective's dZ'), qp = q rounded up to 8.
  * The threads take fixed ranges of l and go through the rows on their own,
  * a block at a time: each lays out its block of B row-major (zero columns
- * past q) in its own part of buf (min(p, nthr) parts of PYOPNB_XP_ROWS * qp
+ * past q, written once) in its own part of buf (min(p, nthr) parts of PYOPNB_XP_ROWS * qp
  * doubles), so that no thread waits for another between blocks (at two
  * barriers a block, two threads took longer than one). Each entry is
  * summed over the rows in order whatever the threads. */
@@ -132,8 +132,9 @@ static void pyopnb_crossprod_t(int level, const double* A, ptrdiff_t n, ptrdiff_
                 if (t < q) {
                     const double* src = Bt + t * n + i0;
                     for (ptrdiff_t i = 0; i < m; ++i) own[i * qp + t] = src[i];
-                } else {
-                    for (ptrdiff_t i = 0; i < m; ++i) own[i * qp + t] = 0.0;
+                } else if (i0 == 0) {
+                    /* the zero columns stay zero: only the first block writes them */
+                    for (ptrdiff_t i = 0; i < PYOPNB_XP_ROWS; ++i) own[i * qp + t] = 0.0;
                 }
             }
             pyopnb_xp(level, A + i0 * p, m, p, own, qp, l0, l1, C);
