@@ -113,8 +113,8 @@ static inline void pyopnb_xp(int level, const double* A, ptrdiff_t m, ptrdiff_t 
  * (rows of Bt contiguous, as the objective's dZ'), qp = q rounded up to 8.
  * The threads take fixed ranges of l and go through the rows on their own,
  * a block at a time: each lays out its block of B row-major (zero columns
- * past q, written once) in its own part of buf (min(p, nthr) parts of PYOPNB_XP_ROWS * qp
- * doubles), so that no thread waits for another between blocks (at two
+ * past q, written once) in its own part of buf (min(p, nthr) parts of
+ * PYOPNB_XP_ROWS * qp doubles), so that no thread waits for another between blocks (at two
  * barriers a block, two threads took longer than one). Each entry is
  * summed over the rows in order whatever the threads. */
 static void pyopnb_crossprod_t(int level, const double* A, ptrdiff_t n, ptrdiff_t p, const double* Bt,
