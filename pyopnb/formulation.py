@@ -41,7 +41,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import _threads
-from ._core import colstats, eigen as _eigen, linalg as _linalg
+from ._core import colstats, eigen as _eigen, linalg as _linalg, scratch as _scratch
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
 from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, exact_passes, greedy,
@@ -152,7 +152,11 @@ def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, 
     n, d = X.shape
     thr = _threads.resolve(threads)
     mu = r_colmeans(X, thr)
-    Xc = np.empty((n, d))
+    # from the core's pool, not NumPy's allocator, which advises a large
+    # array onto huge pages: the kernel's compaction for them stalled the
+    # first touch of this one by up to 30 ms in a fresh process
+    with _scratch.arrays():
+        Xc = np.empty((n, d))
     colstats.sweep(np.ascontiguousarray(X, dtype=np.float64), mu, Xc, True, thr)
     if scale:
         sd = r_sd(Xc, thr) if n > 1 else np.zeros(d)
