@@ -127,7 +127,7 @@ def test_the_scaled_data_come_from_the_pool():
     """R's scaled X, which every evaluation of a fit reads, is made by the
     core's pool: NumPy's allocator advises a large array onto huge pages,
     and the kernel's compaction for them stalled its first touch by up to
-    30 ms in a fresh process. Its values are NumPy's arithmetic's."""
+    30 ms in a fresh process. Its values are the standardised columns."""
     from pyopnb.formulation import r_standardise
 
     X = np.random.default_rng(3).normal(size=(40, 3)) * [1.0, 10.0, 0.1] + [0.0, 5.0, -2.0]
