@@ -650,13 +650,14 @@ cdef class _ColumnPasses(Evaluator):
         over ``chosen`` made once and each candidate's column multiplied into
         them: R's greedy order then sums every column once a step, not
         the chosen ones again for each candidate. The chosen columns'
-        products are kept for the next step, which adds one column to them."""
+        products are kept for the next step, which adds one column to them
+        (None: no column chosen, each candidate's products made afresh)."""
         Za = np.asarray(Zt)
-        if not chosen:
-            return Evaluator.subset_values(self, Zt, chosen, candidates)
-        rows = np.array(Za[chosen], dtype=np.float64, order="C")
+        rows = np.array(Za[chosen], dtype=np.float64, order="C").reshape(len(chosen), Za.shape[1])
         kept = self._chosen_rows
-        if kept is not None and kept.shape[0] == len(chosen) and np.array_equal(kept, rows):
+        if not chosen:
+            state = None
+        elif kept is not None and kept.shape[0] == len(chosen) and np.array_equal(kept, rows):
             state = self._chosen_products
         elif kept is not None and kept.shape[0] == len(chosen) - 1 and np.array_equal(kept, rows[:-1]):
             state = self._products(rows[-1:], self._chosen_products)
