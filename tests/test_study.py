@@ -415,6 +415,58 @@ def test_study_speed_compares_the_results_both_runs_hold(tmp_path):
         study_speed.task_times(tmp_path / "c")
 
 
+def test_the_report_sets_another_profile_beside_it(tmp_path, capsys):
+    """--beside: each method's mean error, mean studentised error and rank,
+    and the paper's pairs, in both studies, over only the sets where both
+    have every shared method's result on every split."""
+    from pyopnb.study.__main__ import main
+    from pyopnb.study.store import Store
+
+    def study(folder, config, errors):
+        store = Store(folder, config)
+        store.begin_run("test")
+        for (d, m), errs in errors.items():
+            for s, e in enumerate(errs):
+                store.add(d, s, m, {"error": e, "params": "{}", "seconds": 1.0, "note": ""})
+        store.close()
+
+    full = {"protocol": 3, "quick": False, "seed": 0, "splits": 2}
+    quick = {"protocol": 4, "quick": True, "seed": 0, "splits": 2}
+    # set c is the full study's alone; the quick study lacks a split of NB on set b, and has a method more
+    study(tmp_path / "full", full, {("a", "OPNB-journal"): [0.1, 0.1], ("a", "SVM"): [0.2, 0.2], ("a", "NB"): [0.3, 0.3],
+                                    ("b", "OPNB-journal"): [0.3, 0.3], ("b", "SVM"): [0.2, 0.2], ("b", "NB"): [0.4, 0.4],
+                                    ("c", "OPNB-journal"): [0.9, 0.9], ("c", "SVM"): [0.1, 0.1], ("c", "NB"): [0.1, 0.1]})
+    study(tmp_path / "quick", quick, {("a", "OPNB-journal"): [0.3, 0.3], ("a", "SVM"): [0.2, 0.2],
+                                      ("a", "NB"): [0.1, 0.1], ("a", "LDA"): [0.5, 0.5],
+                                      ("b", "OPNB-journal"): [0.3, 0.3], ("b", "SVM"): [0.2, 0.2], ("b", "NB"): [0.4],
+                                      ("b", "LDA"): [0.5, 0.5]})
+    text = write_report(tmp_path / "full", beside=tmp_path / "quick").read_text()
+    section = text.split("## Side by side with ")[1].split("\n## ")[0]
+    assert f"{tmp_path / 'quick'} (quick profile, version 4, 2 splits)" in section
+    assert "1 data sets;" in section and "(full profile, version 3, 2 splits)" in section
+    # on set a alone: OPNB-journal best here (studentised -1), NB best there
+    assert "| OPNB-journal | 0.1000 | 0.3000 | -1.000 | 1.000 | 1 | 3 |" in section
+    assert "| NB | 0.3000 | 0.1000 | 1.000 | -1.000 | 3 | 1 |" in section
+    assert "| OPNB-journal vs SVM | 0.38 | 1-0-0 | 1.00 | 0-0-1 | 0.00 |" in section
+    assert "LDA" not in section  # a method of one study only
+    # the report's own tables still count every set of this study
+    assert "3 data sets with results" in text
+    assert "## Side by side with " in write_report(tmp_path / "quick", beside=tmp_path / "full").read_text()
+    with pytest.raises(ValueError, match="own folder"):
+        write_report(tmp_path / "full", beside=tmp_path / "full")
+    with pytest.raises(ValueError, match="no results.sqlite"):
+        write_report(tmp_path / "full", beside=tmp_path)
+    assert "## Side by side with " not in write_report(tmp_path / "full").read_text()
+    # the command line refuses a folder without results before any work
+    out = tmp_path / "out"
+    (tmp_path / "data").mkdir()
+    assert main(["--data", str(tmp_path / "data"), "--out", str(out), "--beside", str(tmp_path)]) == 2
+    assert "--beside" in capsys.readouterr().err and not out.exists()
+    assert main(["--data", "x", "--out", str(tmp_path / "full"), "--report-only",
+                 "--beside", str(tmp_path / "quick")]) == 0
+    assert "## Side by side with " in (tmp_path / "full" / "report.md").read_text()
+
+
 def test_each_result_counts_how_its_fits_stopped(tmp_path):
     """The optimiser's code of every fit a result makes (the tuning's, by
     grid or path, and the final fit's) is counted and stored, and the

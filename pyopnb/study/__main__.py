@@ -28,6 +28,9 @@ def build_parser(prog: str = "python -m pyopnb.study") -> argparse.ArgumentParse
                          "n_components): the measurement of what a path changes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--report-only", action="store_true", help="write the report from the results so far")
+    ap.add_argument("--beside", metavar="DIR",
+                    help="another study's folder (another profile): the report sets the two side by side on the "
+                         "data sets where both have every result")
     ap.add_argument("--no-progress", action="store_true")
     return ap
 
@@ -41,6 +44,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.stu
     args = build_parser(prog).parse_args(argv)
     command = f"{prog} " + " ".join(shlex.quote(a) for a in _shown(sys.argv[1:] if argv is None else list(argv)))
     try:
+        if args.beside is not None and not (Path(args.beside) / "results.sqlite").is_file():
+            raise ValueError(f"--beside {args.beside}: no results.sqlite there (another study's folder)")
         if not args.report_only:
             if not Path(args.data).is_dir():
                 raise ValueError(f"--data {args.data}: no such folder (a folder of PMLB data sets: NAME/NAME.tsv.gz)")
@@ -50,7 +55,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.stu
                       n_splits=splits, quick=args.quick, n_jobs=args.jobs, backend=args.backend,
                       scheduler=args.scheduler, seed=args.seed, progress=not args.no_progress,
                       command=command, paths=not args.refit_paths).close()
-        path = write_report(args.out)
+        path = write_report(args.out, beside=args.beside)
     except Interrupted as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 130

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -220,11 +220,68 @@ def _paths_section(out: Path) -> List[str]:
                        "sets beyond their split noise", "mean rank path / refits", "verdict"])]
 
 
+def _profile(config: Dict) -> str:
+    return (f"{'quick' if config['quick'] else 'full'} profile, version {config.get('protocol', 1)}, "
+            f"{config['splits']} splits")
+
+
+def _beside_section(sets: List[str], methods: List[str], E: np.ndarray, config: Dict, other: Path) -> List[str]:
+    """This study beside another (another profile of the same experiment):
+    each method's mean error, mean studentised error and rank, and the
+    paper's pairs, in both, over the data sets where every method the two
+    share has a result in both, so that neither side's numbers come from
+    sets the other lacks."""
+    db = other / "results.sqlite"
+    if not db.is_file():
+        raise ValueError(f"beside {other}: no results.sqlite there (another study's folder)")
+    osets, omethods, OE, oconfig = mean_errors(db)
+    shared = [m for m in methods if m in omethods]
+    head = ["", f"## Side by side with {other} ({_profile(oconfig)}), on the data sets where both have every result",
+            ""]
+    if len(shared) < 2:
+        return head + [f"The two studies share {len(shared)} method(s): nothing to compare."]
+    here = E[:, [methods.index(m) for m in shared]]
+    there = OE[:, [omethods.index(m) for m in shared]]
+    complete_here = {s for s, row in zip(sets, here) if np.isfinite(row).all()}
+    common = [s for s, row in zip(osets, there) if np.isfinite(row).all() and s in complete_here]
+    if not common:
+        return head + ["No data set has a result of every shared method in both studies."]
+    here = here[[sets.index(s) for s in common]]
+    there = there[[osets.index(s) for s in common]]
+    paper = [j for j, m in enumerate(shared) if m in PAPER_METHODS] or None
+    st_here, st_there = standardised(here, paper)[1].mean(axis=0), standardised(there, paper)[1].mean(axis=0)
+    rank = lambda v: np.argsort(np.argsort(v, kind="stable"), kind="stable") + 1  # noqa: E731
+    r_here, r_there = rank(st_here), rank(st_there)
+    rows = [[m + ("" if paper is None or j in paper else " (beside)"), f"{here[:, j].mean():.4f}",
+             f"{there[:, j].mean():.4f}", f"{st_here[j]:.3f}", f"{st_there[j]:.3f}", r_here[j], r_there[j]]
+            for j, m in sorted(enumerate(shared), key=lambda jm: r_here[jm[0]])]
+    W_here, W_there = win_tie_loss(here), win_tie_loss(there)
+    share = lambda w: f"{w[0] / max(w.sum(), 1):.2f}"  # noqa: E731
+    pairs = []
+    for (a, b), paper_cell in PAPER_TABLE1.items():
+        oa, ob = _OURS_FOR_PAPER.get(a, a), _OURS_FOR_PAPER.get(b, b)
+        if oa in shared and ob in shared:
+            i, j = shared.index(oa), shared.index(ob)
+            pairs.append([f"{oa} vs {ob}", f"{paper_cell[0] / sum(paper_cell):.2f}",
+                          "-".join(map(str, W_here[i, j])), share(W_here[i, j]),
+                          "-".join(map(str, W_there[i, j])), share(W_there[i, j])])
+    this = f"this study ({_profile(config)})"
+    lines = head + [f"{len(common)} data sets; \"here\" is {this}, \"there\" the study in {other}. Ranks by mean "
+                    "studentised error (1 the lowest), standardised over the paper's methods among those shared.", "",
+                    _md(rows, ["method", "mean error here", "mean error there", "mean studentised here",
+                               "mean studentised there", "rank here", "rank there"])]
+    if pairs:
+        lines += ["", "The paper's pairs over the same sets (win share: wins over the sets compared, as above):", "",
+                  _md(pairs, ["pair", "paper win share", "W-T-L here", "win share here", "W-T-L there",
+                              "win share there"])]
+    return lines
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h"
 
 
-def write_report(out: str | Path) -> Path:
+def write_report(out: str | Path, beside: Optional[str | Path] = None) -> Path:
     """Write the study's report from its results.
 
     ``report.md``, ``table1.csv``, ``errors.csv`` and ``figure2.png``: every
@@ -236,6 +293,11 @@ def write_report(out: str | Path) -> Path:
     ----------
     out : str or Path
         The study's folder, holding ``results.sqlite``.
+    beside : str or Path, optional
+        Another study's folder (another profile of the experiment, such as
+        the quick profile beside the full one): the report then sets the
+        two side by side on the data sets where both have every result of
+        the methods they share. It is named in the report as given.
 
     Returns
     -------
@@ -246,6 +308,10 @@ def write_report(out: str | Path) -> Path:
     db = out / "results.sqlite"
     if not db.is_file():
         raise ValueError(f"{out}: no results.sqlite here (run the study first)")
+    if beside is not None:
+        beside = Path(beside)
+        if beside.resolve() == out.resolve():
+            raise ValueError(f"beside {beside}: that is this study's own folder (give another profile's)")
     sets, methods, E, config = mean_errors(db)
     if not sets:
         raise ValueError(f"{out}: no results yet")
@@ -283,17 +349,17 @@ def write_report(out: str | Path) -> Path:
                      f"wall time (killed before they could write it); the tasks' own time counts them.")
     lines += ["", "## Wins-ties-losses (row against column; lower mean test error wins; in brackets the data sets "
               "where both have results)", "", _md(table, ["", *methods])]
-    beside = []
+    paper_rows = []
     for (a, b), paper_cell in PAPER_TABLE1.items():
         oa, ob = _OURS_FOR_PAPER.get(a, a), _OURS_FOR_PAPER.get(b, b)
         if oa in methods and ob in methods:
             i, j = methods.index(oa), methods.index(ob)
             n = sum(paper_cell)
             w = W[i, j]
-            beside.append([f"{oa} vs {ob}", "-".join(map(str, paper_cell)), f"{paper_cell[0] / n:.2f}",
+            paper_rows.append([f"{oa} vs {ob}", "-".join(map(str, paper_cell)), f"{paper_cell[0] / n:.2f}",
                            "-".join(str(v) for v in w), str(N[i, j]), f"{w[0] / max(w.sum(), 1):.2f}"])
     lines += ["", "## Beside the journal paper's Table 1 (162 data sets; the paper's OPNB is our OPNB-journal)", "",
-              _md(beside, ["pair", "paper W-T-L", "paper win share", "ours W-T-L", "our sets", "our win share"])]
+              _md(paper_rows, ["pair", "paper W-T-L", "paper win share", "ours W-T-L", "our sets", "our win share"])]
     if complete.any() and paper:
         minnorm, student = standardised(E[complete], paper)
         _figure(minnorm, student, methods, paper, out / "figure2.png")
@@ -311,6 +377,8 @@ def write_report(out: str | Path) -> Path:
               "", "## Mean test error per data set (blank: a failure, or still to run)", "",
               _md([[s] + ["" if not np.isfinite(v) else f"{v:.3f}" for v in row] for s, row in zip(sets, E)],
                   ["data set", *methods])]
+    if beside is not None:
+        lines += _beside_section(sets, methods, E, config, beside)
     lines += _stops_section(db, methods)
     lines += _paths_section(out)
     failed = failures(db)
