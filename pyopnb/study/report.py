@@ -220,6 +220,22 @@ def _paths_section(out: Path) -> List[str]:
                        "sets beyond their split noise", "mean rank path / refits", "verdict"])]
 
 
+def _paper_pairs(methods: Sequence[str]) -> List[Tuple[str, Tuple[int, int, int], int, int]]:
+    """The paper's Table 1 pairs both of whose methods are here: (our label,
+    the paper's W-T-L, row index, column index in ``methods``)."""
+    out = []
+    for (a, b), paper_cell in PAPER_TABLE1.items():
+        oa, ob = _OURS_FOR_PAPER.get(a, a), _OURS_FOR_PAPER.get(b, b)
+        if oa in methods and ob in methods:
+            out.append((f"{oa} vs {ob}", paper_cell, methods.index(oa), methods.index(ob)))
+    return out
+
+
+def _share(wtl: Sequence[int]) -> str:
+    """Wins over the sets compared, as the paper's cells are read here."""
+    return f"{wtl[0] / max(sum(wtl), 1):.2f}"
+
+
 def _profile(config: Dict) -> str:
     return (f"{'quick' if config['quick'] else 'full'} profile, version {config.get('protocol', 1)}, "
             f"{config['splits']} splits")
@@ -256,15 +272,9 @@ def _beside_section(sets: List[str], methods: List[str], E: np.ndarray, config: 
              f"{there[:, j].mean():.4f}", f"{st_here[j]:.3f}", f"{st_there[j]:.3f}", r_here[j], r_there[j]]
             for j, m in sorted(enumerate(shared), key=lambda jm: r_here[jm[0]])]
     W_here, W_there = win_tie_loss(here), win_tie_loss(there)
-    share = lambda w: f"{w[0] / max(w.sum(), 1):.2f}"  # noqa: E731
-    pairs = []
-    for (a, b), paper_cell in PAPER_TABLE1.items():
-        oa, ob = _OURS_FOR_PAPER.get(a, a), _OURS_FOR_PAPER.get(b, b)
-        if oa in shared and ob in shared:
-            i, j = shared.index(oa), shared.index(ob)
-            pairs.append([f"{oa} vs {ob}", f"{paper_cell[0] / sum(paper_cell):.2f}",
-                          "-".join(map(str, W_here[i, j])), share(W_here[i, j]),
-                          "-".join(map(str, W_there[i, j])), share(W_there[i, j])])
+    pairs = [[label, _share(paper_cell), "-".join(map(str, W_here[i, j])), _share(W_here[i, j]),
+              "-".join(map(str, W_there[i, j])), _share(W_there[i, j])]
+             for label, paper_cell, i, j in _paper_pairs(shared)]
     this = f"this study ({_profile(config)})"
     lines = head + [f"{len(common)} data sets; \"here\" is {this}, \"there\" the study in {other}. Ranks by mean "
                     "studentised error (1 the lowest), standardised over the paper's methods among those shared.", "",
@@ -349,15 +359,8 @@ def write_report(out: str | Path, beside: Optional[str | Path] = None) -> Path:
                      f"wall time (killed before they could write it); the tasks' own time counts them.")
     lines += ["", "## Wins-ties-losses (row against column; lower mean test error wins; in brackets the data sets "
               "where both have results)", "", _md(table, ["", *methods])]
-    paper_rows = []
-    for (a, b), paper_cell in PAPER_TABLE1.items():
-        oa, ob = _OURS_FOR_PAPER.get(a, a), _OURS_FOR_PAPER.get(b, b)
-        if oa in methods and ob in methods:
-            i, j = methods.index(oa), methods.index(ob)
-            n = sum(paper_cell)
-            w = W[i, j]
-            paper_rows.append([f"{oa} vs {ob}", "-".join(map(str, paper_cell)), f"{paper_cell[0] / n:.2f}",
-                           "-".join(str(v) for v in w), str(N[i, j]), f"{w[0] / max(w.sum(), 1):.2f}"])
+    paper_rows = [[label, "-".join(map(str, paper_cell)), _share(paper_cell), "-".join(map(str, W[i, j])),
+                   str(N[i, j]), _share(W[i, j])] for label, paper_cell, i, j in _paper_pairs(methods)]
     lines += ["", "## Beside the journal paper's Table 1 (162 data sets; the paper's OPNB is our OPNB-journal)", "",
               _md(paper_rows, ["pair", "paper W-T-L", "paper win share", "ours W-T-L", "our sets", "our win share"])]
     if complete.any() and paper:
