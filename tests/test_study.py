@@ -462,6 +462,12 @@ def test_the_report_sets_another_profile_beside_it(tmp_path, capsys):
     (tmp_path / "data").mkdir()
     assert main(["--data", str(tmp_path / "data"), "--out", str(out), "--beside", str(tmp_path)]) == 2
     assert "--beside" in capsys.readouterr().err and not out.exists()
+    # a run given its own folder is refused before it computes anything
+    before = (tmp_path / "full" / "results.sqlite").read_bytes()
+    assert main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "full"),
+                 "--beside", str(tmp_path / "full")]) == 2
+    assert "own folder" in capsys.readouterr().err
+    assert (tmp_path / "full" / "results.sqlite").read_bytes() == before
     assert main(["--data", "x", "--out", str(tmp_path / "full"), "--report-only",
                  "--beside", str(tmp_path / "quick")]) == 0
     assert "## Side by side with " in (tmp_path / "full" / "report.md").read_text()

@@ -44,8 +44,11 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.stu
     args = build_parser(prog).parse_args(argv)
     command = f"{prog} " + " ".join(shlex.quote(a) for a in _shown(sys.argv[1:] if argv is None else list(argv)))
     try:
-        if args.beside is not None and not (Path(args.beside) / "results.sqlite").is_file():
-            raise ValueError(f"--beside {args.beside}: no results.sqlite there (another study's folder)")
+        if args.beside is not None:
+            if not (Path(args.beside) / "results.sqlite").is_file():
+                raise ValueError(f"--beside {args.beside}: no results.sqlite there (another study's folder)")
+            if Path(args.beside).resolve() == Path(args.out).resolve():
+                raise ValueError(f"--beside {args.beside}: that is --out, this study's own folder")
         if not args.report_only:
             if not Path(args.data).is_dir():
                 raise ValueError(f"--data {args.data}: no such folder (a folder of PMLB data sets: NAME/NAME.tsv.gz)")
