@@ -653,7 +653,7 @@ cdef class _ColumnPasses(Evaluator):
         products are kept for the next step, which adds one column to them
         (None: no column chosen, each candidate's products made afresh)."""
         Za = np.asarray(Zt)
-        rows = np.array(Za[chosen], dtype=np.float64, order="C").reshape(len(chosen), Za.shape[1])
+        rows = np.array(Za[chosen], dtype=np.float64, order="C")
         kept = self._chosen_rows
         if not chosen:
             state = None

@@ -36,7 +36,7 @@ def build_parser(prog: str = "python -m pyopnb.study") -> argparse.ArgumentParse
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.study") -> int:
-    from .report import write_report
+    from .report import check_beside, write_report
     from .run import run_study
 
     from .run import Interrupted
@@ -44,11 +44,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m pyopnb.stu
     args = build_parser(prog).parse_args(argv)
     command = f"{prog} " + " ".join(shlex.quote(a) for a in _shown(sys.argv[1:] if argv is None else list(argv)))
     try:
-        if args.beside is not None:
-            if not (Path(args.beside) / "results.sqlite").is_file():
-                raise ValueError(f"--beside {args.beside}: no results.sqlite there (another study's folder)")
-            if Path(args.beside).resolve() == Path(args.out).resolve():
-                raise ValueError(f"--beside {args.beside}: that is --out, this study's own folder")
+        if args.beside is not None:  # refused before the run, not after it
+            check_beside(args.out, args.beside, "--beside")
         if not args.report_only:
             if not Path(args.data).is_dir():
                 raise ValueError(f"--data {args.data}: no such folder (a folder of PMLB data sets: NAME/NAME.tsv.gz)")

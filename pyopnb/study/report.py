@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["read", "mean_errors", "win_tie_loss", "pairwise", "standardised", "stops", "write_report",
+__all__ = ["read", "mean_errors", "win_tie_loss", "pairwise", "standardised", "stops", "write_report", "check_beside",
            "PAPER_TABLE1", "PAPER_METHODS"]
 
 # the journal paper's Table 1: "wins-ties-losses" of the row method against the column method, 162 sets
@@ -241,16 +241,24 @@ def _profile(config: Dict) -> str:
             f"{config['splits']} splits")
 
 
+def check_beside(out: str | Path, beside: str | Path, name: str = "beside") -> Path:
+    """``beside`` as a study to set beside the one in ``out``: another
+    study's folder, holding results. ``name`` is how the error calls it."""
+    beside = Path(beside)
+    if not (beside / "results.sqlite").is_file():
+        raise ValueError(f"{name} {beside}: no results.sqlite there (another study's folder)")
+    if beside.resolve() == Path(out).resolve():
+        raise ValueError(f"{name} {beside}: that is this study's own folder (give another profile's)")
+    return beside
+
+
 def _beside_section(sets: List[str], methods: List[str], E: np.ndarray, config: Dict, other: Path) -> List[str]:
     """This study beside another (another profile of the same experiment):
     each method's mean error, mean studentised error and rank, and the
     paper's pairs, in both, over the data sets where every method the two
     share has a result in both, so that neither side's numbers come from
     sets the other lacks."""
-    db = other / "results.sqlite"
-    if not db.is_file():
-        raise ValueError(f"beside {other}: no results.sqlite there (another study's folder)")
-    osets, omethods, OE, oconfig = mean_errors(db)
+    osets, omethods, OE, oconfig = mean_errors(other / "results.sqlite")
     shared = [m for m in methods if m in omethods]
     head = ["", f"## Side by side with {other} ({_profile(oconfig)}), on the data sets where both have every result",
             ""]
@@ -319,9 +327,7 @@ def write_report(out: str | Path, beside: Optional[str | Path] = None) -> Path:
     if not db.is_file():
         raise ValueError(f"{out}: no results.sqlite here (run the study first)")
     if beside is not None:
-        beside = Path(beside)
-        if beside.resolve() == out.resolve():
-            raise ValueError(f"beside {beside}: that is this study's own folder (give another profile's)")
+        beside = check_beside(out, beside)
     sets, methods, E, config = mean_errors(db)
     if not sets:
         raise ValueError(f"{out}: no results yet")
