@@ -382,7 +382,6 @@ def cmd_demo(args) -> None:
 
 def _validate_suite(args) -> int:
     from .validation.checks import run_all, table, to_json
-    from .rio import atomic_path
 
     with warnings.catch_warnings():
         # some checks reproduce R's defects on purpose (densities that underflow): their rows say how it went
@@ -390,28 +389,88 @@ def _validate_suite(args) -> int:
         rows = run_all(args.select)
     if not rows:
         raise CLIError(f"--select {args.select!r}: no check's id contains it")
-    print(table(rows))
+    out = sys.stderr if _json_target(args.json) else sys.stdout
+    print(table(rows), file=out)
     n_fail = sum(r["verdict"] == "FAIL" for r in rows)
     n_skip = sum(r["verdict"] == "skipped" for r in rows)
     print(f"\n{len(rows) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped"
-          + (" (R or one of its packages is missing here; the reason is beside each)" if n_skip else ""))
+          + (" (R or one of its packages is missing here; the reason is beside each)" if n_skip else ""), file=out)
     if args.json:
-        with atomic_path(args.json) as tmp:
-            tmp.write_text(to_json(rows))
-        print(f"wrote {args.json}")
+        _write_json(args.json, to_json(rows))
+        if not _json_target(args.json):
+            print(f"wrote {args.json}", file=out)
     return 1 if n_fail else 0
 
 
-def cmd_validate(args) -> int:
-    """The suite of checks against R (no file), or the user's own workflow in R and in pyopnb."""
+def _tolerance(values: Optional[Sequence[str]], option: str):
+    """--rtol/--atol: VALUE for every quantity that takes one, QUANTITY=VALUE
+    for one; repeatable (a quantity's own value wins)."""
+    from .validation.regression import TOLERANT
+
+    if not values:
+        return None
+    base, own = None, {}
+    for item in values:
+        name, _, text = item.rpartition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            raise CLIError(f"{option} {item}: give a number, or QUANTITY=NUMBER (quantities: "
+                           f"{', '.join(TOLERANT)})") from None
+        if name:
+            own[name] = value
+        elif base is not None:
+            raise CLIError(f"{option} was given two values for every quantity ({base:g} and {value:g})")
+        else:
+            base = value
+    return {**({q: base for q in TOLERANT} if base is not None else {}), **own}
+
+
+def _json_target(path: Optional[str]) -> bool:
+    """Whether --json goes to standard output (``--json -``)."""
+    return path == "-"
+
+
+def _write_json(path: str, text: str) -> None:
     from .rio import atomic_path
 
-    if args.json:
+    if _json_target(path):
+        print(text)
+        return
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def _r_inputs(args, X, Xte, y, names):
+    """R's own parse of the files (--r-reads-csv), compared with pyopnb's."""
+    from .labels import level_text
+    from .validation import rbridge
+    from .validation.rparse import read_in_r
+    from .validation.workflow import R_PACKAGES, RUnavailable
+
+    reason = rbridge.why_not(R_PACKAGES)
+    if reason:
+        raise RUnavailable(f"--r-reads-csv: R reads the files itself, and needs R with the OPNB and FKSUM "
+                           f"packages, and rpy2: {reason}")
+    row_names = [_r_row_names(Path(args.train)), args.test is not None and _r_row_names(Path(args.test))]
+    try:
+        return read_in_r(args.train, args.test, args.target, names, X, Xte, level_text(y.to_numpy()), row_names)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def cmd_validate(args) -> int:
+    """The suite of checks against R (no file), or the user's own workflow:
+    regression against its recording, and parity with R."""
+    to_stdout = _json_target(args.json)
+    if args.json and not to_stdout:
         _check_out(args.json, (".json",), "reports", option="--json", inputs=[args.train, args.test, args.against])
     if args.train is None:
         given = [f for f, v in (("--target", args.target), ("--test", args.test), ("--ndim", args.ndim),
                                 ("--lam", args.lam), ("--nbin", args.nbin), ("--exact", args.exact),
-                                ("--cv", args.cv), ("--record", args.record), ("--against", args.against)) if v]
+                                ("--cv", args.cv), ("--record", args.record), ("--against", args.against),
+                                ("--rtol", args.rtol), ("--atol", args.atol), ("--strict-r", args.strict_r),
+                                ("--r-reads-csv", args.r_reads_csv), ("--spread-seeds", args.spread_seeds)) if v]
         if given:
             raise CLIError(f"{given[0]} belongs to a workflow: give its training file, "
                            f"pyopnb validate TRAIN.csv --target COLUMN")
@@ -422,14 +481,15 @@ def cmd_validate(args) -> int:
         raise CLIError("a workflow needs its class column: --target COLUMN")
     if args.exact and args.nbin is not None:
         raise CLIError("--exact and --nbin contradict each other: --exact sums exactly, with no bins")
-    if args.record and args.against:
-        raise CLIError("--record and --against exclude each other: --record runs R, --against replaces it")
+    if args.against and args.spread_seeds is not None:
+        raise CLIError("--spread-seeds sets how live R's spread is measured; a recording (--against) keeps its own")
     if args.record:
         _check_out(args.record, (".json",), "recordings", option="--record",
-                   inputs=[args.train, args.test, args.json])
+                   inputs=[args.train, args.test, args.json, args.against])
         if Path(args.record).exists():
             raise CLIError(f"--record {args.record}: exists; a recording is never overwritten (remove it or "
                            f"choose another path)")
+    rtol, atol = _tolerance(args.rtol, "--rtol"), _tolerance(args.atol, "--atol")
     X, y, names = _training_data(args.train, args.target)
     Xte = None
     if args.test is not None:
@@ -446,31 +506,77 @@ def cmd_validate(args) -> int:
     if args.ndim is not None:
         opnb_args["ndim"] = args.ndim
     try:
+        r_inputs = _r_inputs(args, X, Xte, y, names) if args.r_reads_csv and not args.against else None
         report = compare_with_r(X, y.to_numpy(), Xte, against=args.against, record=args.record,
-                                threads=args.threads, **opnb_args)
+                                threads=args.threads, rtol=rtol, atol=atol, strict_r=args.strict_r,
+                                spread_seeds=args.spread_seeds, r_inputs=r_inputs, **opnb_args)
     except RUnavailable as exc:
         raise CLIError(str(exc)) from None
-    meta = report.meta
-    versions = ", ".join(v if k == "R" else f"{k} {v}" for k, v in meta["versions"].items())
+    if args.r_reads_csv and args.against and "R parse" not in report.meta:
+        raise CLIError(f"--r-reads-csv: in {args.against} R fitted pyopnb's parse of the files, not its own "
+                       f"read.csv: record again with --r-reads-csv, or replay without it")
+    out = sys.stderr if to_stdout else sys.stdout
     print(f"pyopnb validate: {args.train}: {X.shape[0]} rows, {X.shape[1]} features; predicting "
-          f"{args.test or 'the training rows'}; R from {meta['R']} ({versions})")
-    print(report.table())
-    for w in meta["R warnings"]:
-        print(f"R warned: {w}")
-    bad = report.failures
-    print(f"\n{len(report.rows) - len(bad)} of {len(report.rows)} quantities agree with R"
-          + (f"; differ: {', '.join(r.quantity for r in bad)}" if bad else ""))
+          f"{args.test or 'the training rows'}", file=out)
+    print(report.table(), file=out)
+    print("\n" + report.summary(), file=out)
     if args.record:
-        print(f"recorded R's side in {args.record}: replay with --against {args.record}, no R needed")
+        print(f"recorded R's and pyopnb's results in {args.record}: replay with --against {args.record}, no R "
+              f"needed", file=out)
     if args.json:
-        with atomic_path(args.json) as tmp:
-            tmp.write_text(report.to_json())
-        print(f"wrote {args.json}")
-    return 1 if bad else 0
+        _write_json(args.json, report.to_json())
+        if not to_stdout:
+            print(f"wrote {args.json}", file=out)
+    return report.exit_code
+
+
+def _validate_arguments(v: argparse.ArgumentParser) -> None:
+    """The validate command's options (``pyopnb validate`` and ``python -m pyopnb.validation``)."""
+    v.add_argument("train", nargs="?", help="training CSV (R's write.csv row names are read as row names)")
+    v.add_argument("--target", help="the class column")
+    v.add_argument("--test", help="CSV of rows to predict (default: the training rows)")
+    v.add_argument("--ndim", type=int, help="projection columns (default: R's, min(ncol, 20))")
+    v.add_argument("--lam", type=float, help="penalty (default 1e-3)")
+    v.add_argument("--nbin", type=int, help="bins per projected column (default 1000)")
+    v.add_argument("--exact", action="store_true", help="exact kernel sums (R's nbin = NULL)")
+    v.add_argument("--cv", type=int, metavar="FOLDS", help="also run OPNB_CV_lam over this many stratified folds, "
+                                                            "the same folds in R")
+    v.add_argument("--nlam", type=int, default=10, help="penalties OPNB_CV_lam tries (default 10, R's)")
+    v.add_argument("--record", metavar="FILE", help="write R's and pyopnb's results to this new .json recording; "
+                                                    "with --against, R's side comes from that recording (no R)")
+    v.add_argument("--against", metavar="FILE", help="check against a recording instead of R: no R needed")
+    v.add_argument("--rtol", action="append", metavar="[QUANTITY=]X",
+                   help="regression: allow |now - recorded| <= atol + rtol |recorded| (default: the same bits); "
+                        "X for every quantity, or QUANTITY=X (fval, V, h, PI, mu, scales, posterior, cv_lam, "
+                        "cv_accuracy); repeatable")
+    v.add_argument("--atol", action="append", metavar="[QUANTITY=]X", help="regression: as --rtol, absolute")
+    v.add_argument("--strict-r", action="store_true",
+                   help="parity fails where R's fit kept its start on a non-finite value (waived by default)")
+    v.add_argument("--r-reads-csv", action="store_true",
+                   help="R reads the CSV files with its own read.csv, as an R pipeline does (the report lists "
+                        "the cells the two parse differently)")
+    v.add_argument("--spread-seeds", type=int, metavar="N",
+                   help="reruns of R on X moved by 1e-15 that measure R's spread (default 4; 0 skips them, and "
+                        "parity judges only what is bit for bit or within the floor)")
+    v.add_argument("--select", help="the suite: run only the checks whose id contains this")
+    v.add_argument("--threads", type=int, help="pyopnb's threads for every fit, CV folds included (the results do "
+                                               "not depend on it)")
+    v.add_argument("--json", metavar="OUT", help="also write the report as JSON (- for standard output, the "
+                                                 "table then on standard error); a usage error writes its JSON too")
+    v.set_defaults(func=cmd_validate)
+
+
+_VALIDATE_DESCRIPTION = (
+    "With no file: every check against R (R's recorded outputs always; base R and R's OPNB, FKSUM and OPGD where "
+    "installed). With TRAIN.csv: your workflow (the fit from R's start, predict and OPNB_CV_lam) checked two ways: "
+    "regression, pyopnb's results against its own recorded ones (the same bits by default), and parity, pyopnb "
+    "against R (live through rpy2, or recorded), each quantity with its tolerance and where it comes from. Exit 0 "
+    "when everything passes, 1 when something differs, 2 on a usage error, a recording that cannot be used, or R "
+    "or its packages missing.")
 
 
 def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=prog, description="Optimal Projections for Naive Bayes, from CSV files.")
+    ap = _Parser(prog=prog, description="Optimal Projections for Naive Bayes, from CSV files.")
     sub = ap.add_subparsers(dest="command", required=True)
     m = sub.add_parser("demo", help="the main job on built-in data: OPNB on Pima, with a projection plot")
     m.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
@@ -522,48 +628,91 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
     g.add_argument("--regions", action="store_true", help="shade the class regions")
     g.add_argument("--out", required=True, help="image file; its suffix gives the format (.png, .pdf, .svg, ...)")
     g.set_defaults(func=cmd_plot)
-    v = sub.add_parser("validate", help="check pyopnb against R: the suite (no file), or your own workflow",
-                       description="With no file: every check against R (R's recorded outputs always; base R and "
-                                   "R's OPNB, FKSUM and OPGD where installed). With TRAIN.csv: the fit from R's "
-                                   "start, predict and OPNB_CV_lam run in R (through rpy2) and in pyopnb on the "
-                                   "same data, one row a quantity, with its tolerance and where it comes from. "
-                                   "Exit 0 when everything agrees, 1 when something differs, 2 on a usage error "
-                                   "or when R or its packages are missing.")
-    v.add_argument("train", nargs="?", help="training CSV (R's write.csv row names are read as row names)")
-    v.add_argument("--target", help="the class column")
-    v.add_argument("--test", help="CSV of rows to predict (default: the training rows)")
-    v.add_argument("--ndim", type=int, help="projection columns (default: R's, min(ncol, 20))")
-    v.add_argument("--lam", type=float, help="penalty (default 1e-3)")
-    v.add_argument("--nbin", type=int, help="bins per projected column (default 1000)")
-    v.add_argument("--exact", action="store_true", help="exact kernel sums (R's nbin = NULL)")
-    v.add_argument("--cv", type=int, metavar="FOLDS", help="also run OPNB_CV_lam over this many stratified folds, "
-                                                            "the same folds in R")
-    v.add_argument("--nlam", type=int, default=10, help="penalties OPNB_CV_lam tries (default 10, R's)")
-    v.add_argument("--record", metavar="FILE", help="also write R's side to this new .json recording")
-    v.add_argument("--against", metavar="FILE", help="compare with a recording instead of R: no R needed")
-    v.add_argument("--select", help="the suite: run only the checks whose id contains this")
-    v.add_argument("--threads", type=int, help="pyopnb's threads (the results do not depend on it)")
-    v.add_argument("--json", metavar="OUT", help="also write the report as JSON")
-    v.set_defaults(func=cmd_validate)
+    v = sub.add_parser("validate", help="check pyopnb against R and against its own recordings: the suite (no "
+                                        "file), or your own workflow", description=_VALIDATE_DESCRIPTION)
+    _validate_arguments(v)
     return ap
 
 
-def main(argv: Optional[Sequence[str]] = None, prog: str = "pyopnb") -> int:
+class _UsageError(Exception):
+    """argparse's complaint about the command line, raised rather than
+    exiting, so that the command can still write its JSON."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str):
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise _UsageError(self, message)
+
+
+def validation_parser(prog: str = "python -m pyopnb.validation") -> argparse.ArgumentParser:
+    """The validate command's parser on its own, whose usage line works as typed under ``prog``."""
+    ap = _Parser(prog=prog, description=_VALIDATE_DESCRIPTION)
+    _validate_arguments(ap)
+    return ap
+
+
+def _option(argv: Sequence[str], name: str) -> Optional[str]:
+    """An option's value read off the raw command line (where argparse failed)."""
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _error_json(argv: Sequence[str], message: str) -> None:
+    """validate's JSON for a run that stopped on a usage error (exit 2),
+    where --json names a place that can take it."""
+    import json
+
+    path = _option(argv, "--json")
+    if path is None:
+        return
+    inputs = [a for a in argv if a.endswith(".csv")] + [_option(argv, "--against"), _option(argv, "--record")]
+    if not _json_target(path):
+        try:
+            _check_out(path, (".json",), "reports", option="--json", inputs=inputs)
+        except CLIError:
+            return
+    not_run = {"verdict": "not checked", "why": "the command stopped before any check"}
+    _write_json(path, json.dumps({"ok": False, "exit_code": 2, "error": message,
+                                  "checks": {"regression": not_run, "parity": not_run}, "rows": []}, indent=1))
+
+
+def main(argv: Optional[Sequence[str]] = None, prog: str = "pyopnb", only: Optional[str] = None) -> int:
+    """The command line: ``pyopnb COMMAND ...``, or with ``only="validate"``
+    the validate command alone (``python -m pyopnb.validation ...``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["study"]:
+    if only is None and argv[:1] == ["study"]:
         # the papers' experiment has its own options: python -m pyopnb.study
         from .study.__main__ import main as study_main
 
         return study_main(argv[1:], prog="pyopnb study")
-    args = build_parser(prog).parse_args(argv)
+    validating = only == "validate" or argv[:1] == ["validate"]
+    try:
+        args = (validation_parser(prog) if only == "validate" else build_parser(prog)).parse_args(argv)
+    except _UsageError as exc:
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+        if validating:
+            _error_json(argv, exc.message)
+        return 2
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
             rc = args.func(args) or 0
     except (CLIError, ValueError, OSError) as exc:
-        # a user's mistake (bad values, unreadable or unwritable files): one line, no traceback
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        # a user's mistake (bad values, unreadable or unwritable files, a recording that cannot be used):
+        # one line, no traceback
+        msg = _in_cli_words(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
         print(f"pyopnb: error: {msg}", file=sys.stderr)
+        if validating:
+            _error_json(argv, msg)
         return 2
     # warnings as one line each, in the command's words, without Python's source lines
     for msg in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
@@ -571,13 +720,21 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "pyopnb") -> int:
     return rc
 
 
+# the validation API's arguments, as the command names them
+_VALIDATE_WORDS = (("against=", "--against "), ("record=", "--record "), ("spread_seeds=", "--spread-seeds "),
+                   ("strict_r", "--strict-r"))
+
+
 def _in_cli_words(message: str) -> str:
     """A library warning's advice, with the command's options for Python's arguments."""
     from .model import LOG_SPACE_ADVICE
 
-    return (message.replace(LOG_SPACE_ADVICE,
-                            "without --r-compatible, posteriors are computed in log space and keep their class")
-            .replace("predict: ", ""))
+    message = (message.replace(LOG_SPACE_ADVICE,
+                               "without --r-compatible, posteriors are computed in log space and keep their class")
+               .replace("predict: ", ""))
+    for python, command in _VALIDATE_WORDS:
+        message = message.replace(python, command)
+    return message
 
 
 if __name__ == "__main__":

@@ -1,16 +1,22 @@
-"""Checks for users' own tests: pyopnb against R on their data, valid OPNB
-problems as a hypothesis strategy, and a gradient check against central
-differences.
+"""Checks for users' own tests: pyopnb against its own recorded bits and
+against R on their data, valid OPNB problems as a hypothesis strategy, and
+a gradient check against central differences.
 
 >>> from pyopnb.testing import assert_matches_r
->>> assert_matches_r(X, y, Xte, ndim=3, cv=5)                 # doctest: +SKIP
+>>> assert_matches_r(X, y, Xte, ndim=3, cv=5, record="r.json")   # doctest: +SKIP
 >>> assert_matches_r(X, y, Xte, ndim=3, cv=5, against="r.json")  # doctest: +SKIP
 
-:func:`compare_with_r` returns the report (``.ok``, ``.table()``,
-``.to_json()``); :func:`assert_matches_r` raises AssertionError with its
-table. Live, they need R with OPNB and FKSUM (and rpy2, ``pip install
-pyopnb[r]``); ``record="r.json"`` saves R's side once, and
-``against="r.json"`` replays it where R is absent (:mod:`pyopnb.validation.workflow`).
+Two checks, kept apart: *regression* (pyopnb's results now against its own
+recorded results: the same bits by default, ``rtol=``/``atol=`` to loosen)
+and *parity* (pyopnb against R, within R's own spread).
+:func:`compare_with_r` returns the report (``.ok``, ``.verdict(check)``,
+``.table()``, ``.to_json()``); :func:`assert_matches_r` raises
+AssertionError with it. Live, they need R with OPNB and FKSUM (and rpy2,
+``pip install pyopnb[r]``); ``record="r.json"`` saves R's side and
+pyopnb's once, and ``against="r.json"`` replays them where R is absent.
+:func:`check_recording` records where a recording is missing and replays
+it otherwise, as pytest's ``pyopnb_regression`` fixture does
+(:mod:`pyopnb.pytest_plugin`, :mod:`pyopnb.validation.workflow`).
 
 >>> from hypothesis import given
 >>> from pyopnb.testing import check_gradient, problems
@@ -45,10 +51,11 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from .objective import (df_NB_cpp, df_NB_exact, df_NB_normalised, f_NB_cpp, f_NB_exact, f_NB_normalised)
-from .validation.workflow import RecordingError, Report, RUnavailable, assert_matches_r, compare_with_r
+from .validation.workflow import (RecordingError, Report, RUnavailable, assert_matches_r, check_recording,
+                                  compare_with_r)
 
-__all__ = ["OPNBProblem", "problems", "check_gradient", "compare_with_r", "assert_matches_r", "Report",
-           "RecordingError", "RUnavailable"]
+__all__ = ["OPNBProblem", "problems", "check_gradient", "compare_with_r", "assert_matches_r", "check_recording",
+           "Report", "RecordingError", "RUnavailable"]
 
 # the formulations whose objectives the kit knows, and whether each one's
 # gradient is the derivative of its value: (binned, exact)

@@ -1,6 +1,7 @@
 """The README's code and the documentation's, run: every fenced block is
 preceded by a directive saying whether the tests run it (``<!-- README
-test: runs -->``, ``runs in a new folder`` for shell blocks) or why not
+test: runs -->``, ``runs in a new folder`` for shell blocks, ``runs in a new
+folder where R has OPNB and FKSUM`` for those that record R's side) or why not
 (``not run (reason)``), and the ones that run must run as written, in a
 fresh folder. The pages are the README, the user guide (docs/guide/) and
 the guide for moving from R."""
@@ -18,6 +19,8 @@ README = ROOT / "README.md"
 PAGES = [README, ROOT / "docs" / "migration.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
 # docs whose blocks build on each other: run in order, in one namespace
 TUTORIALS = [ROOT / "docs" / "tutorial_formulation.md"]
+# a shell block that records R's side: run where R has the packages, else skipped saying why
+WITH_R = "runs in a new folder where R has OPNB and FKSUM"
 _FENCE = re.compile(r"(?:<!-- README test: (?P<directive>[^>]*?) -->\n)?```(?P<lang>[a-z]*)\n(?P<code>.*?)```",
                     re.S)
 
@@ -53,7 +56,13 @@ def test_readme_block(lang, directive, code, path, tmp_path, monkeypatch):
         matplotlib.use("Agg")
         exec(compile(code, str(path), "exec"), {"__name__": "__readme__"})
     elif lang == "sh":
-        assert directive == "runs in a new folder", directive
+        assert directive in ("runs in a new folder", WITH_R), directive
+        if directive == WITH_R:
+            from pyopnb.validation import rbridge
+
+            reason = rbridge.why_not(["OPNB", "FKSUM"])
+            if reason:
+                pytest.skip(f"the block needs R's OPNB and FKSUM: {reason}")
         env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
         r = subprocess.run(["bash", "-e", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=600)

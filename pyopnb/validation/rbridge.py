@@ -6,8 +6,9 @@ piece is missing, for skip reasons.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -102,3 +103,19 @@ def strings(code: str) -> np.ndarray:
 def load_packages(*pkgs: str) -> None:
     for pkg in pkgs:
         r(f"suppressWarnings(suppressMessages(library({pkg})))")
+
+
+@contextlib.contextmanager
+def console() -> Iterator[List[str]]:
+    """What R prints inside the block (its output and its error stream,
+    ``try()``'s "Error in optim(...)" included), collected into a list
+    rather than printed on the console."""
+    import rpy2.rinterface_lib.callbacks as callbacks
+
+    printed: List[str] = []
+    saved = callbacks.consolewrite_print, callbacks.consolewrite_warnerror
+    callbacks.consolewrite_print = callbacks.consolewrite_warnerror = printed.append
+    try:
+        yield printed
+    finally:
+        callbacks.consolewrite_print, callbacks.consolewrite_warnerror = saved
