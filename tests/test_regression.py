@@ -246,7 +246,10 @@ def _edited(tmp_path, source, change):
     (lambda r: r["pyopnb"]["results"].__setitem__("class", r["pyopnb"]["results"]["class"][:10]),
      "pyopnb's side's 'class' has 10 entries, the rows predicted are 89"),
     (lambda r: r.pop("pyopnb"), "the recording lacks its 'pyopnb' section"),
-    (lambda r: r["data"].__setitem__("n", 90), "recorded on other data (the row count: 90 there, 89 here)"),
+    (lambda r: r["data"].__setitem__("n", 90), "its checksum does not match its contents"),
+    (lambda r: r["data"].pop("n"), "the recording's data section lacks the row and column counts"),
+    (lambda r: r["args"].__setitem__("ndim", 3), "pyopnb's side's 'V' has shape 13x2, the data and arguments give "
+                                                 "13x3"),
     (lambda r: r.__setitem__("version", 3), "recording format version 3"),
 ])
 def test_an_edited_or_incomplete_recording_is_refused(recorded, tmp_path, change, message):

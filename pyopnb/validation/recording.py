@@ -26,6 +26,8 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from .report import jsonable
+
 __all__ = ["RecordingError", "FORMAT", "FORMAT_VERSION", "fingerprint", "data_difference", "pyopnb_identity",
            "dumps", "load", "write_new", "replace", "v1_sha256"]
 
@@ -143,26 +145,6 @@ def pyopnb_identity(threads: int) -> Dict[str, Any]:
 # writing: canonical form, checksum, a layout that diffs well
 # ---------------------------------------------------------------------------
 
-def _jsonable(v: Any) -> Any:
-    """Plain JSON values; non-finite numbers as R's fixture strings."""
-    if isinstance(v, dict):
-        return {str(k): _jsonable(u) for k, u in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(u) for u in v]
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        if np.isnan(f):
-            return "NaN"
-        return f if np.isfinite(f) else ("Inf" if f > 0 else "-Inf")
-    return v
-
-
 def _canonical(rec: Dict[str, Any]) -> str:
     body = {k: v for k, v in rec.items() if k != "checksum"}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
@@ -211,7 +193,7 @@ def dumps(rec: Dict[str, Any]) -> str:
     str
         JSON laid out to diff well, ending in a newline.
     """
-    body = _jsonable({"format": FORMAT, "version": FORMAT_VERSION,
+    body = jsonable({"format": FORMAT, "version": FORMAT_VERSION,
                       **{k: v for k, v in rec.items() if k not in ("checksum", "format", "version")}})
     out = {"format": FORMAT, "version": FORMAT_VERSION, "checksum": _checksum(body), **body}
     return _layout(out, 0) + "\n"
@@ -258,8 +240,8 @@ class _Schema:
     """Checks one recording against the data and arguments it claims, and
     turns its numbers back into arrays; every complaint is one line."""
 
-    def __init__(self, path: PathLike, rec: Dict[str, Any]):
-        self.path, self.rec = path, rec
+    def __init__(self, path: PathLike):
+        self.path = path
 
     def fail(self, what: str) -> RecordingError:
         return RecordingError(f"{self.path}: {what}")
@@ -296,8 +278,8 @@ class _Schema:
             raise self.fail(f"{where}'s {key!r} has {len(v)} entries, {what} {size}: the file was cut or edited")
         return list(v)
 
-    def results(self, side: Dict[str, Any], where: str, args: Dict[str, Any], n: int, p: int,
-                m: int, pyopnb: bool) -> Dict[str, Any]:
+    def results(self, side: Dict[str, Any], where: str, args: Dict[str, Any], p: int, m: int,
+                pyopnb: bool) -> Dict[str, Any]:
         """A side's results as arrays, each shape checked."""
         ynames = self.strings(side, "ynames", where, None, "")
         K, ndim = len(ynames), int(args["ndim"])
@@ -378,36 +360,58 @@ def load(path: PathLike, fp: Dict[str, Any], args: Dict[str, Any], *, legacy: Op
     if version != FORMAT_VERSION:
         raise RecordingError(f"{p}: recording format version {version!r}; this pyopnb reads version "
                              f"{FORMAT_VERSION}")
-    s = _Schema(p, rec)
+    # first the file against what it claims (its data's shape, its arguments), then its checksum, and only
+    # then against this run: an edited file is said to be edited, not to be of other data
+    s = _Schema(p)
     checksum = s.section(rec, "checksum", "the recording", str)
-    data = s.section(rec, "data", "the recording")
-    rargs = s.section(rec, "args", "the recording")
-    what = data_difference(data, fp)
-    if what is not None:
-        raise RecordingError(f"{p} was recorded on other data ({what}): a recording replays only on the data it "
-                             f"was made with; record again with record=")
-    _match_args(p, rargs, args)
-    folds = _folds(s, rec, args, fp["n"])
-    n, pdim, m = fp["n"], fp["p"], fp["test_rows"] or fp["n"]
+    data = _data(s, s.section(rec, "data", "the recording"))
+    rargs = _args(s, s.section(rec, "args", "the recording"))
+    folds = _folds(s, rec, rargs, data["n"])
+    pdim, m = data["p"], data["test_rows"] or data["n"]
     out: Dict[str, Any] = {"version": version, "folds": folds, "R": None}
     r = s.section(rec, "R", "the recording", dict, null=True)
     if r is not None:
         for key, kind in _R_PARTS.items():
             s.section(r, key, "R's side", kind, null=key in ("spread", "input"))
-        out["R"] = {"versions": dict(r["versions"]), "input": _input(s, r["input"], fp),
-                    "results": s.results(r["results"], "R's side", args, n, pdim, m, False),
+        out["R"] = {"versions": dict(r["versions"]), "input": _input(s, r["input"], data),
+                    "results": s.results(r["results"], "R's side", rargs, pdim, m, False),
                     "warnings": s.strings(r, "warnings", "R's side", None, ""),
                     "kept_start": _kept(s, r), "console": s.section(r, "console", "R's side", str),
                     "spread": _spread(s, r)}
     py = s.section(rec, "pyopnb", "the recording")
     identity = s.section(py, "identity", "pyopnb's side")
     out["pyopnb"] = {"identity": identity,
-                     "results": s.results(s.section(py, "results", "pyopnb's side"), "pyopnb's side", args,
-                                          n, pdim, m, True)}
+                     "results": s.results(s.section(py, "results", "pyopnb's side"), "pyopnb's side", rargs,
+                                          pdim, m, True)}
     if checksum != _checksum(rec):
         raise RecordingError(f"{p}: its checksum does not match its contents: the file was edited or damaged after "
                              f"it was recorded (record it again, or restore it from version control)")
+    what = data_difference(data, fp)
+    if what is not None:
+        raise RecordingError(f"{p} was recorded on other data ({what}): a recording replays only on the data it "
+                             f"was made with; record again with record=")
+    _match_args(p, rargs, args)
     return out
+
+
+def _count(v: Any, least: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def _data(s: _Schema, data: Dict[str, Any]) -> Dict[str, Any]:
+    """The recording's data section: its shape is what its results are checked against."""
+    if not (_count(data.get("n"), 1) and _count(data.get("p"), 1)
+            and (data.get("test_rows") is None or _count(data.get("test_rows"), 1))):
+        raise s.fail("the recording's data section lacks the row and column counts: the file was cut or edited")
+    return data
+
+
+def _args(s: _Schema, args: Dict[str, Any]) -> Dict[str, Any]:
+    """The recording's arguments, as far as its results' shapes depend on them."""
+    if not (_count(args.get("ndim"), 1) and _count(args.get("nlam"), 1)
+            and (args.get("cv") is None or _count(args.get("cv"), 2))):
+        raise s.fail("the recording's arguments lack ndim, nlam or cv: the file was cut or edited")
+    return args
 
 
 def _match_args(p: Path, rargs: Dict[str, Any], args: Dict[str, Any]) -> None:
@@ -491,7 +495,7 @@ def _kept(s: _Schema, r: Dict[str, Any]) -> List[Dict[str, Any]]:
 def _load_v1(p: Path, rec: Dict[str, Any], fp: Dict[str, Any], args: Dict[str, Any], sha: str) -> Dict[str, Any]:
     """Format 1's R side, checked as far as it can be (it has no checksum),
     to carry into a recording of format 2."""
-    s = _Schema(p, rec)
+    s = _Schema(p)
     data = s.section(rec, "data", "the recording")
     if (data.get("n"), data.get("p"), data.get("test_rows")) != (fp["n"], fp["p"], fp["test_rows"]):
         raise RecordingError(f"{p} was recorded on other data (n {data.get('n')}, p {data.get('p')}, test rows "
@@ -509,7 +513,7 @@ def _load_v1(p: Path, rec: Dict[str, Any], fp: Dict[str, Any], args: Dict[str, A
     spread = _spread(s, {"spread": {"seeds": 4, **s.section(rec, "spread", "the recording")}})
     return {"version": 1, "folds": _folds(s, rec, args, fp["n"]), "pyopnb": None,
             "R": {"versions": dict(s.section(rec, "versions", "the recording")), "input": None,
-                  "results": s.results(r, "R's side", args, fp["n"], fp["p"], fp["test_rows"] or fp["n"], False),
+                  "results": s.results(r, "R's side", args, fp["p"], fp["test_rows"] or fp["n"], False),
                   "warnings": warnings, "kept_start": [], "console": "", "spread": spread}}
 
 

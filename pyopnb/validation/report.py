@@ -84,8 +84,8 @@ class Row:
         dict
             The row's fields, and ``ok``.
         """
-        return {"check": self.check, "quantity": self.quantity, "difference": _jsonable(self.difference),
-                "tolerance": _jsonable(self.tolerance), "verdict": self.verdict, "ok": self.ok,
+        return {"check": self.check, "quantity": self.quantity, "difference": jsonable(self.difference),
+                "tolerance": jsonable(self.tolerance), "verdict": self.verdict, "ok": self.ok,
                 "source": self.source, "detail": self.detail}
 
 
@@ -244,9 +244,9 @@ class Report:
             ``ok``, ``exit_code``, ``checks`` (each one's verdict and what
             it compared), ``rows`` (each with its ``check``) and ``meta``.
         """
-        checks = {c: {"verdict": self.verdict(c), **_jsonable(self.checks.get(c, {}))} for c in CHECKS}
+        checks = {c: {"verdict": self.verdict(c), **jsonable(self.checks.get(c, {}))} for c in CHECKS}
         return json.dumps({"ok": self.ok, "exit_code": self.exit_code, "checks": checks,
-                           "rows": [r.to_dict() for r in self.rows], "meta": _jsonable(self.meta)}, indent=1)
+                           "rows": [r.to_dict() for r in self.rows], "meta": jsonable(self.meta)}, indent=1)
 
 
 def _about(check: str, info: Dict[str, Any]) -> List[str]:
@@ -295,18 +295,22 @@ def _rows_table(rows: List[Row]) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths] + ["-" * 14])] + [line(b) for b in body])
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """Plain JSON values (numpy's included), non-finite numbers as R's
+    fixtures write them ("Inf", "-Inf", "NaN"), which read back as floats."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(u) for k, u in v.items()}
+        return {str(k): jsonable(u) for k, u in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(u) for u in v]
+        return [jsonable(u) for u in v]
     if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, (np.bool_, bool)):
+        return jsonable(v.tolist())
+    if isinstance(v, (bool, np.bool_)):
         return bool(v)
-    if isinstance(v, (np.floating, float)):
-        f = float(v)
-        return f if np.isfinite(f) else str(f)
-    if isinstance(v, np.integer):
+    if isinstance(v, (int, np.integer)):
         return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if np.isnan(f):
+            return "NaN"
+        return f if np.isfinite(f) else ("Inf" if f > 0 else "-Inf")
     return v
