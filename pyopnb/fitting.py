@@ -235,16 +235,20 @@ class _Objective:
         f = self.evaluator.value(V)
         return f if st.pen is None else f - st.lam * st.pen(V)
 
-    def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
+    def value_and_grad(self, V: np.ndarray) -> Tuple[float, np.ndarray]:
+        """The objective the fit maximises at V (d x ndim) and its gradient."""
         st = self.setup
-        V = self.unflat(v)
-        try:
-            F, G = self.evaluator.value_and_grad(V)
-        except ValueError as exc:  # a zero column of the normalised objective
-            raise FloatingPointError(str(exc)) from None
+        F, G = self.evaluator.value_and_grad(V)
         if st.pen is not None:
             F = F - st.lam * st.pen(V)
             G = G - st.lam * st.dpen(V)
+        return F, G
+
+    def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
+        try:
+            F, G = self.value_and_grad(self.unflat(v))
+        except ValueError as exc:  # a zero column of the normalised objective
+            raise FloatingPointError(str(exc)) from None
         self.last = (v.copy(), F, G)
         if not math.isfinite(F) or not np.isfinite(G).all():
             # R's optim stops with "L-BFGS-B needs finite values of 'fn'"

@@ -254,6 +254,13 @@ class Formulation:
         """The optimum's columns and norms as the model takes them: V's own."""
         return V, norms
 
+    def gradient_defect(self, nbin: Optional[int], PI: np.ndarray) -> Optional[str]:
+        """Why this formulation's gradient of l is not the derivative of its
+        value on a problem with priors ``PI`` and ``nbin`` bins (None: exact
+        sums), for the gradient checks (:mod:`pyopnb.testing`) to say; None
+        where it is, as it is for every formulation but R's."""
+        return None
+
     def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
                          words: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
         """What L-BFGS-B's outcome (R's optim code) says of a fit, for a
@@ -354,6 +361,21 @@ class RFormulation(PenalisedFormulation):
         point; the gradient is not the value's derivative)."""
         core = exact_passes(problem, threads, squared_priors=True) if nbin is None else r_grid(problem, nbin, threads)
         return Evaluator(problem, core, nbin, threads)
+
+    def gradient_defect(self, nbin: Optional[int], PI: np.ndarray) -> Optional[str]:
+        """R's defects, kept for R's numbers: binned, the gradient is never
+        the value's derivative; exact, only where the priors are equal."""
+        if nbin is not None:
+            return ("R's binned gradient (df_NB_cpp, compat='R') is not the derivative of R's binned value "
+                    "(f_NB_cpp): it bins simply and differentiates at the grid points, while the value bins "
+                    "linearly and reads each point's grid point. This is R OPNB 1.0's defect, kept for R's "
+                    "numbers; the 'correct' formulation's binned gradient is the derivative of its value")
+        if np.ptp(np.asarray(PI, dtype=np.float64)) == 0:
+            return None
+        return ("R's exact value (f_NB_exact, compat='R') multiplies by the priors twice and its gradient "
+                "(df_NB_exact) once, so the gradient is the value's derivative only when every class has the "
+                "same prior. This is R OPNB 1.0's defect, kept for R's numbers; the 'correct' formulation "
+                "counts the priors once in both")
 
     def convergence_note(self, code: int, nbin: Optional[int], maxit: int = 100,
                          words: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:

@@ -1,12 +1,20 @@
 """The gradient-checking kit users get (pyopnb.testing): its strategy of
 problems, and check_gradient against right, wrong and R's gradients."""
+import dataclasses
+import doctest
+import re
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyopnb.formulation import CorrectFormulation, JournalFormulation
 from pyopnb.objective import df_NB_cpp, f_NB_cpp, f_NB_exact
-from pyopnb.testing import OPNBProblem, check_gradient, problems
+from pyopnb.testing import (GradientCheck, GradientError, NotDifferentiableError, OPNBProblem, check_gradient,
+                            check_objective, problems)
+from pyopnb.testing import _off_lattice
 
 # derandomized: CI runs the same examples on every machine (a wider search ran 1,500 examples of each
 # binned formulation before this kit landed; see the closing note of issue 40)
@@ -52,7 +60,7 @@ def test_problems_are_the_r_internal_functions_arguments(p):
 
 def test_problems_cover_ties_binary_columns_scales_and_small_classes():
     """The strategy reaches the cases that break gradients: tied rows,
-    0/1 columns, columns 10^-3 to 10^3 apart in scale, a class of one point."""
+    0/1 columns, columns 10^3 or more apart in scale, a class of one point."""
     seen = {"tie": False, "binary": False, "scales": False, "single": False, "binned": False, "exact": False}
 
     @settings(max_examples=300, deadline=None)
@@ -60,7 +68,8 @@ def test_problems_cover_ties_binary_columns_scales_and_small_classes():
     def look(p):
         X = p.X
         seen["tie"] |= len(np.unique(X, axis=0)) < X.shape[0]
-        seen["binary"] |= any(set(np.unique(c)) <= {0.0, 1.0} and len(np.unique(c)) == 2 for c in X.T)
+        # 0/1 columns, scaled with the rest of X: two values, one of them 0
+        seen["binary"] |= any(len(np.unique(c)) == 2 and np.unique(c)[0] == 0.0 for c in X.T)
         spread = np.ptp(X, axis=0)
         spread = spread[spread > 0]
         seen["scales"] |= spread.size > 1 and spread.max() / spread.min() > 1e3
@@ -122,3 +131,221 @@ def test_bad_arguments_are_refused():
         check_gradient(p.value, p.gradient, p.V, rtol=0)
     with pytest.raises(AssertionError, match="shape"):
         check_gradient(p.value, lambda V: np.ones(3), p.V)
+
+
+# --- issue 56: no false alarm at kinks, the fit's whole objective, the generator's ranges --------------------
+
+def _iris():
+    from sklearn.datasets import load_iris
+
+    from pyopnb.formulation import r_standardise
+
+    X, y = load_iris(return_X_y=True)
+    return r_standardise(X)[2], y
+
+
+@pytest.mark.parametrize("form, h", [("correct", 1.0), ("journal", 0.15)])
+@pytest.mark.parametrize("nbin", [100, 1000])
+def test_on_the_axes_a_kink_is_not_blamed_on_the_gradient(form, h, nbin):
+    """Iris at V = the coordinate axes: lattice data whose tied points sit on
+    kinks of the binned value. The correct gradient is never called wrong:
+    it passes (between the one-sided slopes) or the value is said not to be
+    differentiable there, naming the entry and both slopes."""
+    X, y = _iris()
+    p = OPNBProblem(np.eye(4)[:, :2], X, y, np.bincount(y) / 150, np.full(3, h), form, nbin)
+    try:
+        check = check_gradient(p.value, p.gradient, p.V)
+    except NotDifferentiableError as exc:
+        check = exc.check
+        assert re.search(r"not differentiable at V along V\[\d, \d\]: forward slope -?\d\.\d+, backward slope "
+                         r"-?\d\.\d+, analytic -?\d\.\d+ beyond both", str(exc))
+        assert "check at a point off the lattice" in str(exc)
+    assert not any(not q.ok and not q.kink for q in check.probes)
+    assert any(q.kink for q in check.probes)
+    # off the lattice (as problems() draws V), the same value is differentiable and the gradient passes
+    off = check_gradient(p.value, p.gradient, _off_lattice(p.V))
+    assert off.ok and not any(q.kink for q in off.probes)
+
+
+def test_between_the_one_sided_slopes_is_accepted_beyond_them_is_not():
+    # |x| at 0 along the first entry: slopes -1 and 1; a gradient of 0.3 lies between them, 1.5 beyond both
+    value = lambda V: float(abs(V[0, 0]) + np.sum(V[1:] ** 2))  # noqa: E731
+    V = np.array([[0.0], [0.5]])
+    check = check_gradient(value, lambda W: np.array([[0.3], [2 * W[1, 0]]]), V)
+    assert check.probes[0].kink and check.probes[0].ok and check.probes[0].how.startswith("between")
+    assert (check.probes[0].forward, check.probes[0].backward) == pytest.approx((1.0, -1.0))
+    with pytest.raises(NotDifferentiableError, match=r"along V\[0, 0\]: forward slope 0\.99999\d+, backward slope "
+                                                     r"-0\.99999\d+, analytic 1\.5 beyond both"):
+        check_gradient(value, lambda W: np.array([[1.5], [2 * W[1, 0]]]), V)
+    # a wrong entry where the value is differentiable is the gradient's fault, whatever the kink beside it
+    with pytest.raises(GradientError, match=r"at V\[1, 0\]"):
+        check_gradient(value, lambda W: np.array([[0.3], [2.2 * W[1, 0]]]), V)
+
+
+def test_the_report_lists_the_worst_entries():
+    f = lambda V: float(np.sum(np.sin(V)))  # noqa: E731
+    V = np.linspace(0.1, 1.2, 6).reshape(3, 2)
+    check = check_gradient(f, np.cos, V)
+    assert isinstance(check, GradientCheck) and check.ok and len(check.probes) == 6
+    for q, (a, b) in zip(check.probes, np.ndindex(3, 2)):
+        assert q.where == f"V[{a}, {b}]" and q.analytic == np.cos(V[a, b])
+        assert abs(q.numeric - q.analytic) <= q.bound and q.how.startswith("central difference, step")
+    assert "V[2, 1]" in check.table() and len(check.worst(2)) == 2
+    wrong = lambda W: np.cos(W) * np.array([[1, 1.1], [1, 1], [1.3, 1]])  # noqa: E731
+    with pytest.raises(GradientError) as info:
+        check_gradient(f, wrong, V)
+    message = str(info.value)
+    # the worst first, then the others
+    assert message.startswith("the gradient is not the derivative of the value at V[2, 0]: analytic")
+    assert "; also V[0, 1]: analytic" in message
+    assert [q.where for q in info.value.check.probes if not q.ok] == ["V[0, 1]", "V[2, 0]"]
+
+
+def test_the_explanation_survives_a_lambda():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 3))
+    y0 = np.arange(60) % 2
+    p = OPNBProblem(rng.normal(size=(3, 2)), X, y0, np.bincount(y0) / 60, np.ones(2), "R", 20)
+    with pytest.raises(AssertionError, match="As expected: R's binned gradient"):
+        check_gradient(p.value, lambda V: p.gradient(V), p.V)
+
+
+def test_directions_check_a_large_problem_in_few_evaluations():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(3000, 6))
+    y0 = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    p = OPNBProblem(rng.normal(size=(6, 3)), X, y0, np.bincount(y0) / 3000, np.full(2, 0.3), "correct", 200)
+    calls = []
+
+    def value(V):
+        calls.append(1)
+        return p.value(V)
+    check = check_gradient(value, p.gradient, p.V, directions=4, random_state=0)
+    assert check.ok and [q.where for q in check.probes] == [f"direction {k}" for k in range(4)]
+    assert len(calls) <= 7 + 2 * 4 + 8  # the value's rounding, two a direction, and a retry or two
+    every = len(calls)
+    calls.clear()
+    assert check_gradient(value, p.gradient, p.V).ok and len(calls) >= 2 * 18 > every
+    with pytest.raises(GradientError, match="at direction"):
+        check_gradient(p.value, lambda V: 1.05 * p.gradient(V), p.V, directions=4, random_state=0)
+
+
+@dataclass(repr=False)
+class _WrongPenalty(CorrectFormulation):
+    """The paper's objective whose penalty gradient is twice too large."""
+
+    def setup(self, *args, **kwargs):
+        st = super().setup(*args, **kwargs)
+        return dataclasses.replace(st, dpen=lambda V: 4.0 * V)
+
+
+@pytest.mark.parametrize("nbin", [None, 1000])
+def test_the_objective_a_fit_optimises_is_checked_penalty_and_all(nbin):
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    for form in (CorrectFormulation(lam=1e-2), JournalFormulation(), "correct"):
+        assert check_objective(form, X, y, ndim=2, nbin=nbin).ok
+    # a wrong penalty gradient passes a check of l alone, and fails this one
+    with pytest.raises(GradientError, match="not the derivative"):
+        check_objective(_WrongPenalty(lam=1e-2), X, y, ndim=2, nbin=nbin)
+    with pytest.raises(GradientError, match="not the derivative"):
+        check_objective(_WrongPenalty(lam=1e-2), X, y, ndim=2, nbin=nbin, directions=3, random_state=1)
+    # R's objective binned is not its value's derivative, and the check says why
+    if nbin is not None:
+        with pytest.raises(GradientError, match="As expected: R's binned gradient"):
+            check_objective("R", X, y, ndim=2, nbin=nbin)
+    with pytest.raises(TypeError, match="parameters \\['lam'\\] are for a formulation given by name"):
+        check_objective(CorrectFormulation(), X, y, lam=1e-2)
+    with pytest.raises(ValueError, match="V must be a \\(4, ndim\\) matrix"):
+        check_objective("correct", X, y, V=np.ones((3, 2)))
+
+
+@dataclass(repr=False)
+class _SmallBandwidthBug(CorrectFormulation):
+    """A formulation of one's own whose gradient is 3% off where a class's bandwidth is below 0.1."""
+
+    def evaluator(self, problem, nbin, threads):
+        from pyopnb.evaluation import Evaluator
+
+        inner = super().evaluator(problem, nbin, threads)
+        factor = 1.03 if problem.h.min() < 0.1 else 1.0
+
+        class Buggy(Evaluator):
+            def value_and_grad(self, V):
+                f, G = super().value_and_grad(V)
+                return f, factor * G
+        return Buggy(problem, inner.core, nbin, threads)
+
+
+def test_a_bug_at_small_bandwidths_is_caught_when_asked_for():
+    @settings(max_examples=60, database=None, derandomize=True, deadline=None)
+    @given(problems(_SmallBandwidthBug(), h=(0.02, 0.3)))
+    def small(p):
+        check_gradient(p.value, p.gradient, p.V)
+
+    with pytest.raises(GradientError):
+        small()
+
+    @settings(max_examples=60, database=None, derandomize=True, deadline=None)
+    @given(problems(_SmallBandwidthBug(), h=(0.1, 3.0)))
+    def large(p):
+        assert p.h.min() >= 0.1
+        check_gradient(p.value, p.gradient, p.V)
+
+    large()
+
+
+@_SETTINGS
+@given(problems("correct", h=(0.02, 0.5), nbin=[1000, 5000], scale=(-1, 1)))
+def test_drawn_problems_are_informative_and_never_on_a_kink(p):
+    G = p.gradient(p.V)
+    assert np.abs(G).max() > 1e-8
+    check = check_gradient(p.value, p.gradient, p.V)
+    assert not any(q.kink for q in check.probes)
+    # a 5% error shows, entry by entry or along directions
+    with pytest.raises(GradientError):
+        check_gradient(p.value, lambda V: 1.05 * p.gradient(V), p.V)
+
+
+@_SETTINGS
+@given(problems("journal", binned=True))
+def test_a_drawn_problem_prints_as_plain_data(p):
+    text = repr(p)
+    assert text.startswith("OPNBProblem(V=np.array([[") and "formulation='journal'" in text and "_" not in \
+        text.split("(", 1)[1].replace("y0", "").replace("formulation", "")
+    q = eval(text, {"np": np, "OPNBProblem": OPNBProblem})
+    assert q.nbin == p.nbin and all(np.array_equal(getattr(q, k), getattr(p, k)) for k in ("V", "X", "y0", "PI", "h"))
+    assert q.value(q.V) == p.value(p.V)
+
+
+def test_the_generator_takes_ranges_and_strategies():
+    seen = {"h": [], "n": [], "nbin": [], "p": []}
+
+    @settings(max_examples=40, database=None, derandomize=True, deadline=None)
+    @given(problems("correct", n=(5, 8), p=st.just(3), h=(0.05, 0.1), nbin=[64], binned=True, ndim=2))
+    def look(q):
+        seen["h"] += q.h.tolist()
+        seen["n"].append(q.X.shape[0])
+        seen["nbin"].append(q.nbin)
+        seen["p"].append(q.X.shape[1])
+        assert q.V.shape == (3, 2)
+
+    look()
+    assert min(seen["h"]) >= 0.05 and max(seen["n"]) <= 8 and min(seen["n"]) >= 5 and set(seen["p"]) == {3}
+    assert min(seen["nbin"]) >= 64  # raised where the cells would be wider than half the narrowest bandwidth
+    for bad, message in ((dict(h=(0.3, 0.1)), "the range .* is empty"), (dict(h=-1.0), "h must be a number"),
+                         (dict(n=(1, 2, 3)), "n must be a \\(low, high\\) range"), (dict(nbin=1), "nbin must be")):
+        with pytest.raises(ValueError, match=message):
+            problems(**bad)
+
+
+def test_the_module_docstring_examples_run_under_hypothesis_defaults():
+    import pyopnb.testing
+
+    finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = finder.find(pyopnb.testing, "pyopnb.testing", globs={})
+    assert any(t.examples for t in tests)
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0
