@@ -155,7 +155,7 @@ class Probe:
 
     @property
     def difference(self) -> float:
-        """|analytic - numeric|."""
+        """The absolute difference between the analytic and the numeric value."""
         return abs(self.analytic - self.numeric)
 
     @property
@@ -177,8 +177,8 @@ class GradientCheck:
     rtol : float
         The bound's part relative to the gradient's scale.
     scale : float
-        The gradient's scale: the largest |entry| of the gradient or of the
-        first differences.
+        The gradient's scale: the largest absolute entry of the gradient or
+        of the first differences.
     eta : float
         The value's own rounding, measured at V.
     """
