@@ -779,12 +779,15 @@ def _on_kink(p: OPNBProblem) -> bool:
     from .evaluation import GRID_EPS
 
     Z = p.projected()
-    lo, hi = Z.min(axis=0) - GRID_EPS, Z.max(axis=0) + GRID_EPS
+    zmin, zmax = Z.min(axis=0), Z.max(axis=0)
+    lo, hi = zmin - GRID_EPS, zmax + GRID_EPS
     cell = (hi - lo) / (p.nbin - 1)
     if not np.all(cell > 0):
         return True  # a grid of no width: every point on it
     u = (Z - lo) / cell
-    if np.any(np.abs(u - np.round(u)) < 1e-6):
+    # the points at a column's extremes sit just inside the grid's ends, and move with them
+    inner = (Z > zmin) & (Z < zmax)
+    if np.any(inner & (np.abs(u - np.round(u)) < 1e-6)):
         return True
     rows = np.unique(p.X, axis=0, return_inverse=True)[1].ravel()
     for t in range(Z.shape[1]):

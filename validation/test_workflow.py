@@ -265,6 +265,24 @@ def test_live_comparison_without_R_says_what_is_missing(pima, monkeypatch):
         compare_with_r(pima.X_train, pima.y_train, **EXACT)
 
 
+def test_starting_R_leaves_the_environment_that_child_processes_inherit(tmp_path):
+    # R's start sets LD_LIBRARY_PATH to its own folders; left so, a Python started afterwards (a dask or joblib
+    # worker) loads another libpython and fails to import its own extension modules
+    code = ("import os, json, sys; before = os.environ.get('LD_LIBRARY_PATH'); "
+            "from pyopnb.validation import rbridge; reason = rbridge.why_not(); "
+            "print(json.dumps([reason, before, os.environ.get('LD_LIBRARY_PATH')]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={k: v for k, v in __import__("os").environ.items() if k != "LD_LIBRARY_PATH"})
+    reason, before, after = json.loads(r.stdout.strip().splitlines()[-1])
+    if reason:
+        pytest.skip(f"R does not start here: {reason}")
+    assert before is None and after is None
+    # and a Python started after R imports a module of its own that is compiled (ssl, as dask's workers do)
+    code = ("import subprocess, sys; from pyopnb.validation import rbridge; rbridge.r('1 + 1'); "
+            "sys.exit(subprocess.run([sys.executable, '-c', 'import ssl']).returncode)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=300, cwd=tmp_path).returncode == 0
+
+
 def _needs_R():
     reason = rbridge.why_not(["OPNB", "FKSUM"])
     if reason:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from typing import Any, Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -16,11 +17,21 @@ import numpy as np
 @functools.lru_cache(maxsize=None)
 def _r():
     """The rpy2 robjects module with R started, or the reason it cannot be."""
+    saved = os.environ.get("LD_LIBRARY_PATH")
     try:
         import rpy2.robjects as ro  # noqa: F401
         from rpy2.robjects import numpy2ri  # noqa: F401
     except Exception as exc:  # ImportError, or R's shared library failing to load
         return None, f"rpy2 or R is not available ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+    finally:
+        # R's start sets LD_LIBRARY_PATH to its own library folders (R's ldpaths). This process has loaded
+        # what it needs (the loader read the variable when the process started), but every process it starts
+        # after would search them first: a Python whose libpython lies elsewhere (pyenv's, a conda one) then
+        # loads the system's, and its own extension modules fail (dask's and joblib's workers among them)
+        if saved is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = saved
     return ro, None
 
 
