@@ -7,6 +7,17 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import numpy as np
 
 
+def exact_floats() -> dict:
+    """``pandas.read_csv``'s options that read decimal text as the correctly
+    rounded double, whatever pandas' version: pandas 3 converts so by
+    default (and deprecates the option), while pandas 2's default converter
+    lands an ulp away on some long decimals, so that the same file gave
+    other numbers, and another fit, under another pandas."""
+    import pandas as pd
+
+    return {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()

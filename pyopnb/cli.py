@@ -40,7 +40,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._validation import align_columns, rows_text
+from ._validation import align_columns, exact_floats, rows_text
 from .labels import level_text
 
 _SEP = "="
@@ -74,7 +74,7 @@ def _read_csv(path: str):
         raise CLIError(f"{path}: no such file")
     row_names = _r_row_names(p)
     try:
-        df = pd.read_csv(p, index_col=0 if row_names else None)
+        df = pd.read_csv(p, index_col=0 if row_names else None, **exact_floats())
     except Exception as exc:  # pandas raises several kinds for bad CSV
         raise CLIError(f"{path}: cannot read as CSV ({type(exc).__name__}: {exc})") from None
     if df.shape[0] == 0 or df.shape[1] == 0:

@@ -56,12 +56,11 @@ def _later_calls(first, nbin):
 def test_the_order_of_first_calls_does_not_set_the_speed_of_later_ones(nbin):
     """With glibc's malloc deciding, 200 calls of df_NB_cpp first made every
     later f_NB_cpp 2.8x and df_NB_cpp 1.4x slower than 200 calls of f_NB_cpp
-    first (the later calls' scratch came from fresh pages, 290-480 page
-    faults a call). Now the later calls cost the same CPU time within 30%
-    whichever came first, and take no fresh pages."""
+    first: the later calls' scratch came from fresh pages, 290-480 page
+    faults a call. Now the later calls take no fresh pages, whichever came
+    first. (Their CPU time is the benchmarks' to measure: a ratio of CPU
+    times on a shared machine failed 3 runs in 10 with nothing changed.)"""
     runs = {first: _later_calls(first, nbin) for first in ("value", "gradient")}
-    cpu = [r["cpu"] for r in runs.values()]
-    assert max(cpu) <= 1.3 * min(cpu), runs
     for first, r in runs.items():
         assert r["faults"] < 1, (first, r)
 

@@ -7,6 +7,8 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
+from .._validation import exact_floats
+
 __all__ = ["available", "load", "preprocess", "dataset_seed"]
 
 MAX_ROWS = 3000
@@ -62,7 +64,7 @@ def load(name: str, folder: str | Path) -> Tuple[Any, np.ndarray]:
     if not path.is_file():
         raise ValueError(f"data set {name!r} is not in {folder} (its file {path} is missing; the pmlb package "
                          f"downloads sets: pmlb.fetch_data({name!r}, local_cache_dir={str(folder)!r}))")
-    df = pd.read_csv(path, sep="\t", compression="gzip")
+    df = pd.read_csv(path, sep="\t", compression="gzip", **exact_floats())
     if "target" not in df.columns:
         raise ValueError(f"{name}: no 'target' column")
     df = df.dropna()

@@ -27,6 +27,8 @@ from typing import Dict, Iterator, List, Tuple
 
 import numpy as np
 
+from pyopnb._validation import exact_floats
+
 LEADING = 20
 NEAR = 1e-10
 
@@ -69,7 +71,7 @@ def real(pmlb: str, rng: np.random.Generator, subsets: int) -> Iterator[Tuple[st
     import pandas as pd
 
     for path in sorted(glob.glob(os.path.join(pmlb, "*", "*.tsv.gz"))):
-        df = pd.read_csv(path, sep="\t")
+        df = pd.read_csv(path, sep="\t", **exact_floats())
         X = df.drop(columns=["target"]).to_numpy(dtype=float)
         if not np.all(np.isfinite(X)):
             continue
