@@ -72,6 +72,10 @@ _EPS = np.finfo(np.float64).eps
 _STEP = float(np.cbrt(_EPS))
 # problems() draws a gradient whose largest entry is this many times the value's rounding over the step
 _INFORMATIVE = 1e6
+# how far from zero, in spreads, problems() lets a column and the projected points lie
+_OFFSET = 10.0
+# how a probe says its one-sided slopes moved with the step (rounding in steps, not a kink)
+_STEPS = "slopes that change with the step"
 
 
 class NotDifferentiableError(AssertionError):
@@ -336,13 +340,24 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
     a point crosses a bin edge). It agrees if any of these agrees. If none
     does, the one-sided slopes at V itself (at the step s / 100) decide:
 
-    - where they differ by more than the bound, the value is not
-      differentiable at V along the probe (a kink at V: a point on a bin
-      edge, or tied points at a grid's end, as on lattice data with V on
-      the coordinate axes). The gradient agrees if it lies within the
-      bound of either one-sided slope or between them; else the check
-      raises :class:`NotDifferentiableError`, which does not blame the
-      gradient;
+    - where they differ by more than the bound, the one-sided slopes at
+      the step t = s / 1000 are asked too. Where those agree with each
+      other (bound ``rtol * scale + 10 eta / t``, no looser than the
+      shortest central step's), the kink lies a step away and V itself
+      is differentiable: the probe agrees if the gradient agrees with
+      them, and fails (the gradient's fault) if the gradient lies farther
+      than they do from the central difference at s. Otherwise the value is not
+      differentiable at V along the probe, as far as differences can
+      tell: a kink at V (a point on a bin edge, or tied points at a grid's
+      end, as on lattice data with V on the coordinate axes), kinks a few
+      steps away, or a value that moves in steps coarser than its rounding
+      at V shows (projected points far from zero against their spread:
+      each point's rounding moves the kernel sums). The gradient agrees if
+      it lies within the bound of either one-sided slope at s / 100 or
+      between them; else the check raises
+      :class:`NotDifferentiableError`, which does not blame the gradient
+      and says which of these the slopes point to (a jump in slope that
+      the shorter step keeps is a kink at V);
     - where they agree, the value is differentiable there and the gradient
       is not its derivative: AssertionError.
 
@@ -456,10 +471,31 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
         bwd, bb = d.one_sided(s / 100, -1.0)
         bound = rtol * scale + max(bf, bb)
         if abs(fwd - bwd) > bound:
+            # a kink at V keeps its jump in slope at a shorter step; one a step away loses it there (V itself is
+            # differentiable, and the shorter slopes judge the gradient); one that rounding makes (a value that
+            # moves in steps coarser than its estimated rounding) changes with the step
+            fwd3, bf3 = d.one_sided(s / 1000, 1.0)
+            bwd3, bb3 = d.one_sided(s / 1000, -1.0)
+            bound3 = rtol * scale + max(bf3, bb3)
+            # the extrapolated slope's own rounding bound (10 eta / t), not the loose one: no looser than the
+            # shortest central step's, which problems() sets its informative draws against
+            near = min((fwd3, bwd3), key=lambda t: abs(g - t))
+            tight = rtol * scale + 10 * eta / (s / 1000)
+            if abs(fwd3 - bwd3) <= tight:
+                how = f"one-sided slope, step {s / 1000:.3g} (a kink within {s / 100:.3g} of V)"
+                if abs(g - near) <= tight:
+                    out.append(Probe(where, g, near, how, tight, True, fwd3, bwd3))
+                    continue
+                # the gradient, not the shorter slopes, far from the central difference at s: a wrong gradient.
+                # Slopes that agree only by being flat (a value in steps wider than t) sit far from it instead
+                if abs(g - c[0]) > abs(near - c[0]) + tight:
+                    out.append(Probe(where, g, near, how, tight, False, fwd3, bwd3))
+                    continue
             lo, hi = min(fwd, bwd), max(fwd, bwd)
             nearest = min(max(g, lo), hi)
             ok = lo - bound <= g <= hi + bound
-            out.append(Probe(where, g, nearest, f"between the one-sided slopes at V (a kink), step {s / 100:.3g}",
+            what = "a kink" if abs((fwd3 - bwd3) - (fwd - bwd)) <= bound3 else _STEPS
+            out.append(Probe(where, g, nearest, f"between the one-sided slopes at V ({what}), step {s / 100:.3g}",
                              bound, ok, fwd, bwd, True))
         else:
             out.append(Probe(where, g, num, how, rtol * scale + rnd, False, fwd, bwd))
@@ -483,12 +519,20 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
         kinks.sort(key=lambda p: -p.excess)
         lines = [f"{p.where}: forward slope {p.forward:.10g}, backward slope {p.backward:.10g}, analytic "
                  f"{p.analytic:.10g} beyond both by more than the bound {p.bound:.3g}" for p in kinks[:5]]
+        if any(_STEPS in p.how for p in kinks):
+            why = (": the one-sided slopes change with the step: V lies within a few steps of kinks (as on lattice "
+                   "data with V on the axes), or the value moves in steps coarser than its rounding at V shows "
+                   "(projected points far from zero against their spread, as data with a large offset, where each "
+                   "point's rounding moves the kernel sums); no difference quotient can judge the gradient there. "
+                   "Check at a point off the lattice (V moved by small distinct offsets, as problems() draws it), "
+                   "on centred data (as R's scale = TRUE fits it)")
+        else:
+            why = (": V sits on a kink of the value (a point on a bin edge, or tied points at a grid's end, as on "
+                   "lattice data with V on the axes), where no gradient is the derivative; check at a point off "
+                   "the lattice (V moved by small distinct offsets, as problems() draws it)")
         raise NotDifferentiableError(
             f"the value is not differentiable at V along {lines[0]}" + ("; also " + "; ".join(lines[1:])
-                                                                       if len(lines) > 1 else "")
-            + ": V sits on a kink of the value (a point on a bin edge, or tied points at a grid's end, as on lattice "
-              "data with V on the axes), where no gradient is the derivative; check at a point off the lattice "
-              "(V moved by small distinct offsets, as problems() draws it)", check)
+                                                                       if len(lines) > 1 else "") + why, check)
     return check
 
 
@@ -740,7 +784,8 @@ class OPNBProblem:
 
 def _scaled_columns(draw: Callable, st: Any, hnp: Any, n: int, p: int, scale: Any) -> np.ndarray:
     """n x p data: each column real or binary, values from a small lattice
-    (ties) or anywhere in [-3, 3], then scaled by 10^s, s drawn from ``scale``."""
+    (ties) or anywhere in [-3, 3], centred where they lie far from zero
+    against their spread, then scaled by 10^s, s drawn from ``scale``."""
     X = np.empty((n, p))
     for j in range(p):
         if draw(st.booleans()):
@@ -748,6 +793,12 @@ def _scaled_columns(draw: Callable, st: Any, hnp: Any, n: int, p: int, scale: An
         else:
             col = draw(hnp.arrays(np.float64, n, elements=st.one_of(
                 st.integers(-3, 3).map(float), st.floats(-3, 3, allow_nan=False, allow_infinity=False))))
+        # a column far from zero against its spread moves to centre on zero: each projected point's rounding is
+        # relative to its magnitude, and there it would move the kernel sums in steps that no difference quotient
+        # can tell from a wrong gradient (fits centre too: R's scale = TRUE)
+        mid = (col.max() + col.min()) / 2
+        if abs(mid) > _OFFSET * np.ptp(col):
+            col = col - mid
         X[:, j] = col * 10.0 ** draw(scale)
     return X
 
@@ -844,8 +895,11 @@ def problems(formulation: Any = "correct", binned: Optional[bool] = None, *, n: 
     among them), and V without a zero column, moved off lattices (by
     distinct offsets below 1e-3). X mixes binary and real columns, values
     drawn from a small lattice (so rows and values tie) or anywhere, each
-    column scaled by 10^s, s in ``scale``, so that columns lie up to 10^6
-    apart. X as a whole is then scaled so that the projected points spread
+    column centred where it lies more than 10 times its spread from zero,
+    then scaled by 10^s, s in ``scale``, so that columns lie up to 10^6
+    apart (projected points far from zero against their spread make a
+    value in coarse steps, which no difference can judge; the projected
+    points too lie within 10 spreads of zero). X as a whole is then scaled so that the projected points spread
     over 0.3 to 30 times the widest bandwidth, where a gradient tells the
     classes apart (each projected column within a factor 100 of the
     widest; V keeps entries of order one, as in real fits). Examples
@@ -952,9 +1006,12 @@ def problems(formulation: Any = "correct", binned: Optional[bool] = None, *, n: 
         # by scaling X as a whole (its columns keep their relative scales, V its entries of order one): where
         # it is far wider, each point sees only its own class and the gradient vanishes; where far narrower,
         # the classes blur into one. Every projected column within a factor 100 of the widest
-        spreads = np.ptp(OPNBProblem(V, X, y0, PI, hk, form, None).projected(), axis=0)
+        Z = OPNBProblem(V, X, y0, PI, hk, form, None).projected()
+        spreads = np.ptp(Z, axis=0)
         spread = float(spreads.max())
         assume(spread > 0 and float(spreads.min()) > 1e-2 * spread)
+        # nor far from zero when columns cancel on the projection
+        assume(float(np.abs(Z).max()) <= _OFFSET * spread)
         factor = float(hk.max()) * 10.0 ** draw(st.floats(-0.5, 1.5)) / spread
         X = X * factor
         spread *= factor
