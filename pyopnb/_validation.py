@@ -82,27 +82,69 @@ def frame_matrix(X: Any, name: str) -> Optional[Tuple[np.ndarray, Tuple[Any, ...
     if not columns:
         return np.empty((len(frame), 0)), ()
     numeric = frame.select([nw.col(c).cast(nw.Float64) for c in columns])
-    M = np.asarray(numeric.to_numpy(), dtype=np.float64)
+    M = np.empty((len(numeric), len(columns)), dtype=np.float64)
+    for j, c in enumerate(numeric.columns):
+        # a null as NaN, for the caller to name: pyarrow-backed pandas columns give pd.NA, which no float takes,
+        # and take NaN itself for a null
+        col = numeric.get_column(c)
+        M[:, j] = np.asarray(col.fill_null(0.0).to_numpy(), dtype=np.float64)
+        M[np.asarray(col.is_null().to_numpy(), dtype=bool), j] = np.nan
     _refuse_r_row_names(M, columns, name)
     return M, tuple(columns)
 
 
-# what a CSV's unnamed first column is called once read: pandas, then polars and pyarrow
-_UNNAMED_FIRST = ("Unnamed: 0", "")
+# what R's row names are called once read as a first column: pandas' read_csv, then polars' and pyarrow's,
+# readr's, R's own read.csv (of a file write.csv wrote), pandas' reset_index
+_ROW_NAMES_FIRST = ("Unnamed: 0", "", "...1", "X", "index", "level_0")
+# what pyarrow calls a pandas index it stored as a column (parquet, feather), wherever the column is
+_ROW_NAMES_ANY = ("__index_level_0__",)
 
 
 def _refuse_r_row_names(M: np.ndarray, columns: Sequence[Any], name: str) -> None:
     """R's write.csv writes row names as a first column with no header; read
     as data, those row numbers become a feature (on rows kept in class order,
-    a label leak). A first column with no name holding distinct whole
-    numbers from 1 up is refused, with the way to read it as row names."""
-    first = M[:, 0] if M.shape[1] else np.empty(0)
-    if (str(columns[0]) in _UNNAMED_FIRST and first.size and np.all(np.isfinite(first))
-            and np.all(first >= 1) and np.all(first == np.floor(first)) and np.unique(first).size == first.size):
-        raise ValueError(f"{name}'s first column ({str(columns[0])!r}) has no name and holds distinct row numbers: "
-                         f"R's write.csv writes row names there, and as a feature they would predict the rows' "
-                         f"order. Read the file with pd.read_csv(path, index_col=0) (polars: drop the column "
-                         f"{str(columns[0])!r}); if it is data, give it a name")
+    a label leak). A column under a name that the dataframe libraries give
+    row names (first, or a stored pandas index anywhere) holding distinct
+    whole numbers from 1 up is refused, with the way to read it as row
+    names."""
+    for j, col in enumerate(columns):
+        label = str(col)
+        if not (label in _ROW_NAMES_ANY or (j == 0 and label in _ROW_NAMES_FIRST)):
+            continue
+        values = M[:, j]
+        if not (values.size and np.all(np.isfinite(values)) and np.all(values >= 1)
+                and np.all(values == np.floor(values)) and np.unique(values).size == values.size):
+            continue
+        if label in _ROW_NAMES_ANY:
+            how = (f"a pandas index stored with the data (parquet, feather): read it with pandas.read_parquet, "
+                   f"which restores the index, or drop it (polars: df.drop({label!r}); pyarrow: "
+                   f"table.drop_columns([{label!r}]))")
+        elif label == "X":
+            how = ("R's read.csv names so the row names a write.csv file holds: read it in R with "
+                   "read.csv(path, row.names = 1), or drop the column")
+        else:
+            how = (f"R's write.csv writes row names there: read the file with pd.read_csv(path, index_col=0) "
+                   f"(polars: drop the column {label!r})")
+        raise ValueError(f"{name}'s column {label!r} holds distinct row numbers under a name row names get: as a "
+                         f"feature they would predict the rows' order. It is {how}; if it is data, give it "
+                         f"another name")
+
+
+def check_aligned(X: Any, y: Any) -> None:
+    """pandas X and y whose row indexes differ are refused: rows are taken
+    by position (as R takes a matrix's rows and a vector's entries), so
+    they would pair each row with another row's label, with no word."""
+    xi, yi = getattr(X, "index", None), getattr(y, "index", None)
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(xi, pd.Index) or not isinstance(yi, pd.Index) or xi.equals(yi):
+        return
+    if len(xi) != len(yi):
+        return  # the row counts differ: the caller says so
+    k = int(np.flatnonzero(np.asarray(xi) != np.asarray(yi))[0]) if xi.dtype == yi.dtype else 0
+    raise ValueError(f"X and y have different row indexes (at position {k}: X's {label_text(xi[k])}, y's "
+                     f"{label_text(yi[k])}): rows are paired by position, as R pairs a matrix's rows with a "
+                     f"vector, so each row would get another row's label. Align them first (y = y.loc[X.index]), "
+                     f"or pass y.to_numpy() if the positions do match")
 
 
 def check_X(X: Any, name: str, d: Optional[int] = None, expected: Optional[Sequence[str]] = None) -> np.ndarray:

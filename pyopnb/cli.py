@@ -144,6 +144,40 @@ def _training_data(path: str, target: str):
     return X, y, names
 
 
+def _with_levels(y, spec: str, path: str):
+    """The labels as a pandas Categorical in the level order ``spec`` gives:
+    "b,a,c", or @FILE, one level a line (R: ``writeLines(levels(y),
+    "levels.txt")``). A CSV keeps only the labels' text, so their order is
+    R's only when it says so: levels match the labels' text as R writes it."""
+    import pandas as pd
+
+    if spec.startswith("@"):
+        try:
+            levels = Path(spec[1:]).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise CLIError(f"--levels {spec}: cannot read the levels file ({exc.strerror})") from None
+    else:
+        levels = spec.split(",")
+    levels = [v for v in levels if v != ""] if spec.startswith("@") else levels
+    if not levels or any(v == "" for v in levels):
+        raise CLIError(f"--levels {spec}: an empty level (give \"b,a,c\", or @FILE with one level a line)")
+    repeated = sorted({v for v in levels if levels.count(v) > 1})
+    if repeated:
+        raise CLIError(f"--levels {spec}: levels {repeated[:5]} are given twice")
+    text = np.asarray(level_text(y.to_numpy()), dtype=object)
+    unknown = sorted(set(text.tolist()) - set(levels))
+    if unknown:
+        raise CLIError(f"{path}: labels {unknown[:5]} of the target column are not among --levels {spec}")
+    index = {v: i for i, v in enumerate(levels)}
+    codes = np.fromiter((index[t] for t in text), dtype=np.int64, count=text.size)
+    # each level keeps its labels' type (integers stay integers); a level with no rows keeps its text
+    values = {t: v for t, v in zip(text.tolist(), y.tolist())}
+    categories = [values.get(v, v) for v in levels]
+    if len({type(c) for c in categories}) > 1:
+        categories = levels
+    return pd.Categorical.from_codes(codes, categories=categories)
+
+
 def _align(X: np.ndarray, names: List[str], model_names: Sequence[str], path: str) -> np.ndarray:
     """X's columns in the model's order; a training level absent from this
     file is a column of zeros (its one-hot column would be)."""
@@ -205,9 +239,10 @@ def cmd_fit(args) -> None:
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     X, y, names = _training_data(args.train, args.target)
+    labels = y.to_numpy() if args.levels is None else _with_levels(y, args.levels, args.train)
     try:
         # the command says the formulation's note itself, in its own words (no Python source line)
-        model, _ = fit_quietly(fit, X, y.to_numpy(), form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
+        model, _ = fit_quietly(fit, X, labels, form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
                              threads=args.threads, caller="pyopnb fit")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
@@ -605,6 +640,10 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
     f.add_argument("--no-scale", action="store_true", help="do not scale features to unit sd")
     f.add_argument("--threads", type=int, help="threads for the fit, -1 for every core (default: "
                    "PYOPNB_NUM_THREADS, else OMP_NUM_THREADS, else every core); the model does not depend on it")
+    f.add_argument("--levels", metavar="LIST|@FILE",
+                   help="the classes' order, as R's factor levels: \"b,a,c\", or @FILE with one level a line "
+                        "(R: writeLines(levels(y), \"levels.txt\")). A CSV keeps only the labels' text, and its "
+                        "levels sort as R's as.factor sorts text; a factor's own order is lost without this")
     f.add_argument("--out", required=True, help="model file, .rds or .json")
     f.set_defaults(func=cmd_fit)
     p = sub.add_parser("predict", help="predict the classes of a CSV file")

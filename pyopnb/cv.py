@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _threads, exceptions
-from ._validation import as_positive_scalar, check_lam, check_ndim, check_X, label_text
+from ._validation import as_positive_scalar, check_aligned, check_lam, check_ndim, check_X, label_text
 from .fitting import OPNB, opnb_journal
 from .labels import factor_values
 from .model import OPNBModel, predict
@@ -32,7 +32,7 @@ def _stratified_folds(k: Any, labels: np.ndarray, random_state: Any) -> List[np.
     return [test for _, test in skf.split(np.zeros((labels.size, 1)), labels)]
 
 
-def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
+def _check_folds(folds: Any, n: int, leave_rows_out: bool = False) -> List[np.ndarray]:
     if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.dtype.kind in "iu":
         raise ValueError("folds must be a list of index arrays (0-based), one per fold; "
                          "to pass fold labels per row use [np.flatnonzero(labels == f) for f in ...]")
@@ -47,24 +47,32 @@ def _check_folds(folds: Any, n: int) -> List[np.ndarray]:
         if f.ndim != 1 or f.size == 0 or f.dtype.kind not in "iu":
             raise ValueError(f"fold {j} must be a non-empty vector of integer row indices (0-based)")
         if f.min() < 0 or f.max() >= n:
-            raise ValueError(f"fold {j} has indices outside 0..{n - 1} (folds are 0-based here, 1-based in R)")
+            raise ValueError(f"fold {j} has indices outside 0..{n - 1}: folds are 0-based here, 1-based in R "
+                             f"(from R's folds, pass [f - 1 for f in folds])")
         if seen[f].any() or np.unique(f).size != f.size:
             raise ValueError(f"fold {j} repeats rows already in a fold")
         seen[f] = True
+    if not seen[0] and not leave_rows_out:
+        # R's folds index rows from 1: passed as they are, they miss row 0 (and fail above only if they hold row n)
+        raise ValueError(f"no fold holds row 0: these look like R's 1-based folds, which pyopnb would read one row "
+                         f"off (folds are 0-based here); pass [f - 1 for f in folds]. If row 0 is left out on "
+                         f"purpose, pass leave_rows_out=True: rows in no fold are neither fitted nor tested, nor "
+                         f"used by the refit ({int((~seen).sum())} of {n} here)")
     return out
 
 
-def _cv_data(X: Any, y: Any, folds: Any, random_state: Any):
+def _cv_data(X: Any, y: Any, folds: Any, random_state: Any, leave_rows_out: bool = False):
     """(X checked, labels, folds as 0-based index arrays): the labels' row
     subsets keep y's level order (a Categorical's own order too); ``folds``
     an integer k gives k stratified folds, seeded."""
+    check_aligned(X, y)
     Xa = check_X(X, "X")
     levels, codes, labels = factor_values(y)
     if codes.size != Xa.shape[0]:
         raise ValueError(f"y has {codes.size} labels but X has {Xa.shape[0]} rows")
     if np.isscalar(folds):
         folds = _stratified_folds(folds, codes, random_state)
-    return Xa, labels, _check_folds(folds, Xa.shape[0])
+    return Xa, labels, _check_folds(folds, Xa.shape[0], leave_rows_out)
 
 
 def _n_jobs(n_jobs: Any, cores: Any) -> int:
@@ -157,6 +165,7 @@ def OPNB_CV_lam(
     threads: Optional[int] = None,
     progress: bool = False,
     random_state: Any = 0,
+    leave_rows_out: bool = False,
     **kwargs: Any,
 ) -> Dict[str, Any]:
     """Cross-validate the penalty over ``lam0 * factor^(i-1)``, i = 1..nlam, as R's ``OPNB_CV_lam``.
@@ -213,6 +222,11 @@ def OPNB_CV_lam(
         Draw a progress bar over lam values and folds on stderr.
     random_state : int, RandomState or None, default 0
         Seeds the folds when ``folds`` is an integer.
+    leave_rows_out : bool, default False
+        Folds that leave rows out are taken only with this: rows in no fold
+        are neither fitted nor tested, nor used by the refit. Without it,
+        folds that miss row 0 are refused as R's 1-based folds passed
+        without ``- 1`` (they read every row one off).
     **kwargs
         ``factor``, R's name for ``factor_``; anything else is an error.
 
@@ -239,7 +253,7 @@ def OPNB_CV_lam(
         factor_ = kwargs.pop("factor")
     if kwargs:
         raise TypeError(f"unexpected arguments: {sorted(kwargs)}")
-    Xa, labels, fl = _cv_data(X, y, folds, random_state)
+    Xa, labels, fl = _cv_data(X, y, folds, random_state, leave_rows_out)
     if isinstance(nlam, bool) or not float(nlam).is_integer() or int(nlam) < 1:
         raise ValueError(f"nlam must be a positive integer, got {label_text(nlam)}")
     lam0 = check_lam(lam0)
@@ -313,6 +327,7 @@ def opnb_journal_cv(
     threads: Optional[int] = None,
     random_state: Any = 0,
     progress: bool = False,
+    leave_rows_out: bool = False,
 ) -> Dict[str, Any]:
     """Tune the journal formulation's gamma and ndim by cross-validated accuracy.
 
@@ -356,6 +371,9 @@ def opnb_journal_cv(
         Seeds the folds when ``folds`` is an integer.
     progress : bool, default False
         Draw a progress bar on stderr.
+    leave_rows_out : bool, default False
+        As in :func:`OPNB_CV_lam`: folds that miss row 0 are refused as
+        R's 1-based folds unless this is given.
 
     Returns
     -------
@@ -377,7 +395,7 @@ def opnb_journal_cv(
     >>> cv["cv_stats"].shape
     (4, 3)
     """
-    Xa, labels, fl = _cv_data(X, y, folds, random_state)
+    Xa, labels, fl = _cv_data(X, y, folds, random_state, leave_rows_out)
     d = Xa.shape[1]
     ndims = list(range(1, min(d, 20) + 1)) if ndim is None else sorted({check_ndim(m, d) for m in ndim})
     if not ndims:

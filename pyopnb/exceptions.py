@@ -13,7 +13,15 @@ import warnings
 from functools import lru_cache
 from typing import Any, Callable, List, Tuple
 
-__all__ = ["ConvergenceWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
+__all__ = ["ConvergenceWarning", "RLabelsWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
+
+
+class RLabelsWarning(UserWarning):
+    """Labels became classes as R makes them, where that differs from what
+    their values alone say: distinct numbers that R's ``as.factor`` merges
+    (it reads numbers through their 15-digit text)."""
+
+    __module__ = "pyopnb"
 
 
 @lru_cache(maxsize=None)

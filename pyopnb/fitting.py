@@ -19,9 +19,9 @@ import numpy as np
 
 from . import _threads, exceptions
 from ._core import colstats, lbfgsb as _lbfgsb, linalg as _linalg
-from ._validation import as_nbin, check_maxit, check_ndim, check_X, column_names
+from ._validation import as_nbin, check_aligned, check_maxit, check_ndim, check_X, column_names
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
-from .labels import factor
+from .labels import factor_levels
 from .model import OPNBModel
 
 __all__ = ["OPNB", "opnb_journal", "fit"]
@@ -67,7 +67,12 @@ def OPNB(
         and :func:`predict` matches a DataFrame's columns by them.
     y : array-like of shape (n,)
         Labels of any kind. Their levels sort as R's ``as.factor`` sorts
-        them, or in a pandas Categorical's own order.
+        them (numbers through their 15-digit text, as R's: distinct numbers
+        of one text are one class, with :class:`pyopnb.RLabelsWarning`),
+        or in a pandas Categorical's own order. A Categorical's unused last
+        levels are kept as R keeps them (``model.unused_levels``); one
+        before a used level is an error, as R's fit stops there. pandas X
+        and y must share their row index (rows are paired by position).
     ndim : int, optional
         Columns of V, 1 to d (default ``min(d, 20)``). R fails at 1; pyopnb
         does not.
@@ -267,13 +272,14 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     at the start or along the way keeps the start V, as R's OPNB does, and
     warns.
     """
+    check_aligned(X, y)
     Xa = check_X(X, "X")
     if not Xa.flags.owndata or Xa is X:
         # a kernel naive Bayes model is its training data: the caller's array,
         # changed later, must not change the model's predictions
         Xa = Xa.copy()
     n, d = Xa.shape
-    levels, codes = factor(y)
+    levels, codes, unused = factor_levels(y)
     if codes.size != n:
         raise ValueError(f"y has {codes.size} labels but X has {n} rows")
     K = levels.size
@@ -305,7 +311,7 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
         Vn = _linalg.matmul(st.prescale, Vn, thr)
     return OPNBModel(V=Vn * st.scales[:, None], X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
                      scales=st.scales, ynames=levels, lam=st.lam, fval=float(fval), feature_names=names,
-                     convergence=convergence)
+                     convergence=convergence, unused_levels=unused)
 
 
 def _optimise(obj: _Objective, V: np.ndarray, maxit: int, callback: Optional[Callback], form: Formulation,

@@ -8,12 +8,17 @@ from __future__ import annotations
 import math
 import re
 import sys
+import warnings
 from functools import lru_cache
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["factor", "factor_values", "level_text", "levels_from_text", "collation_key", "sort_levels"]
+from ._validation import label_text
+from .exceptions import RLabelsWarning
+
+__all__ = ["factor", "factor_levels", "factor_values", "level_text", "levels_from_text", "collation_key",
+           "sort_levels"]
 
 
 @lru_cache(maxsize=1)
@@ -66,15 +71,36 @@ def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
     """R's ``as.factor``: (levels, 0-based codes).
 
     Numbers sort numerically, booleans FALSE < TRUE, strings as R sorts them
-    (:func:`collation_key`); a pandas Categorical keeps its category order
-    (unused categories dropped), as R keeps a factor's levels.
+    (:func:`collation_key`); a pandas Categorical keeps its category order,
+    as R keeps a factor's levels, less its unused ones (see
+    :func:`factor_levels`). Distinct numbers whose 15-digit text is one
+    are one class, as in R, with a warning (:class:`RLabelsWarning`).
     """
+    levels, codes, _ = factor_levels(y)
+    return levels, codes
+
+
+def factor_levels(y: Any) -> Tuple[np.ndarray, np.ndarray, Tuple[Any, ...]]:
+    """:func:`factor`, and a factor's levels after its last used one (no
+    rows): R's OPNB keeps those in its model's ``ynames`` beyond its ``nc``
+    classes, and predicts none of them. A level with no rows before a
+    used one is an error, as in R (whose fit stops there)."""
     cat = _categorical(y)
     if cat is not None:
         if (cat.codes < 0).any():
             raise ValueError("y contains missing values")
+        used = np.zeros(len(cat.categories), dtype=bool)
+        used[np.asarray(cat.codes)] = True
+        last = int(np.flatnonzero(used)[-1]) if used.any() else -1
+        gaps = [cat.categories[i] for i in range(last) if not used[i]]
+        if gaps:
+            raise ValueError(f"y's levels {', '.join(label_text(g) for g in gaps[:5])} have no rows, before levels "
+                             f"that do: R's OPNB stops with an error there (\"non-conformable arrays\"), its classes "
+                             f"being the codes 1 to the last one used. Drop them first (R: droplevels(y); pandas: "
+                             f"y.cat.remove_unused_categories())")
+        trailing = tuple(cat.categories[last + 1:])
         cat = cat.remove_unused_categories()
-        return np.asarray(cat.categories, dtype=object), np.asarray(cat.codes, dtype=np.int64)
+        return np.asarray(cat.categories, dtype=object), np.asarray(cat.codes, dtype=np.int64), trailing
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(y, (pd.Series, pd.Index)):
         y = y.to_numpy()
@@ -91,21 +117,45 @@ def factor(y: Any) -> Tuple[np.ndarray, np.ndarray]:
             raise ValueError("y contains NaN or infinite values")
     if arr.dtype.kind in "biuf":
         levels, codes = np.unique(arr, return_inverse=True)
-        return levels, codes.astype(np.int64)
+        return (*_r_number_classes(levels, codes.astype(np.int64).ravel()), ())
     if arr.dtype.kind in "OUS":
         items = arr.tolist()
         if set(map(type, items)) <= {str, np.str_}:
-            return _factor_strings(items)  # no missing value, number or bool to look for item by item
+            return (*_factor_strings(items), ())  # no missing value, number or bool to look for item by item
         na = pd.NA if pd is not None else None  # a pandas string column's missing value
         if any(v is None or v is na or (isinstance(v, float) and not np.isfinite(v)) for v in items):
             raise ValueError("y contains missing values")
         kinds = {type(v) for v in items}
         if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in items):
-            return factor(np.asarray(items, dtype=float))
+            return factor_levels(np.asarray(items, dtype=float))
         if kinds <= {bool, np.bool_}:
-            return factor(np.asarray(items, dtype=bool))
-        return _factor_strings([str(v) for v in items])
+            return factor_levels(np.asarray(items, dtype=bool))
+        return (*_factor_strings([str(v) for v in items]), ())
     raise ValueError(f"y has an unsupported dtype {arr.dtype}")
+
+
+def _r_number_classes(levels: np.ndarray, codes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct numbers and their codes, merged as R's ``as.factor``
+    merges them: through their text, 15 significant digits
+    (``as.character``), so that 0.1 + 0.2 and 0.3 are one class, "0.3".
+    Each class keeps its smallest number; a merge warns, naming the numbers."""
+    if levels.dtype.kind == "b" or (levels.dtype.kind in "iu" and levels.size
+                                    and max(abs(int(levels[0])), abs(int(levels[-1]))) < 2 ** 31):
+        return levels, codes  # R's integers and logicals: their text is exact
+    text = [_r_double_text(float(v)) for v in levels.tolist()]
+    # rounding to 15 digits keeps the order, so numbers of one text are neighbours in sorted order
+    new = np.fromiter((i > 0 and text[i] != text[i - 1] for i in range(len(text))), dtype=np.int64,
+                      count=len(text)).cumsum()
+    if new.size == 0 or new[-1] == levels.size - 1:
+        return levels, codes
+    merged = [(text[i], [levels[j].item() for j in range(levels.size) if new[j] == new[i]])
+              for i in range(levels.size) if (i == 0 or new[i] != new[i - 1]) and np.count_nonzero(new == new[i]) > 1]
+    say = "; ".join(f"{', '.join(repr(v) for v in values)} as {t!r}" for t, values in merged[:3])
+    warnings.warn(f"y: {len(merged)} group(s) of distinct numbers are one class each, as R's as.factor makes them "
+                  f"(it reads numbers through 15 significant digits): {say}. Round y, or pass it as text, to say "
+                  f"which classes you mean", RLabelsWarning, stacklevel=3)
+    first = np.flatnonzero(np.r_[True, new[1:] != new[:-1]])
+    return levels[first], new[codes]
 
 
 def _factor_strings(strs: List[str]) -> Tuple[np.ndarray, np.ndarray]:
@@ -120,12 +170,13 @@ def factor_values(y: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
     """(levels, codes, labels): :func:`factor`'s result and the labels as a
     vector whose row subsets keep the levels' order when factored again (a
     pandas Categorical where y is one, else the levels by row), for the fits
-    of a cross-validation."""
-    levels, codes = factor(y)
+    of a cross-validation; a factor's unused last levels stay in it, as R's
+    subsets keep them)."""
+    levels, codes, unused = factor_levels(y)
     if _categorical(y) is not None:
         import pandas as pd
 
-        return levels, codes, pd.Categorical.from_codes(codes, categories=levels)
+        return levels, codes, pd.Categorical.from_codes(codes, categories=list(levels) + list(unused))
     return levels, codes, levels[codes]
 
 

@@ -72,6 +72,12 @@ class OPNBModel:
     target : str, optional
         The name of the label column the command line trained on, or None; a
         test file that still holds it is read without it.
+    unused_levels : tuple, optional
+        A factor's levels after its last used one: R's OPNB keeps them in
+        ``ynames`` beyond its ``nc`` classes (a model fitted on a subsample
+        that lacks the last classes), predicts none of them, and gives
+        posterior columns for its ``nc`` classes only; so does pyopnb.
+        Written back to R with ``ynames``.
 
     See Also
     --------
@@ -93,8 +99,18 @@ class OPNBModel:
     feature_names: Optional[Tuple[str, ...]] = field(default=None, compare=False)
     convergence: Optional[int] = field(default=None, compare=False)
     target: Optional[str] = field(default=None, compare=False)
+    unused_levels: Tuple[Any, ...] = field(default=(), compare=False)
 
-    _EXTRA = ("feature_names", "convergence", "target")  # not R's fields
+    _EXTRA = ("feature_names", "convergence", "target", "unused_levels")  # not R's fields
+
+    @property
+    def r_levels(self) -> np.ndarray:
+        """R's ``ynames``: the classes' labels, then the factor's levels
+        after its last used one (:attr:`unused_levels`), which R keeps and
+        never predicts."""
+        if not self.unused_levels:
+            return self.ynames
+        return np.concatenate([self.ynames, np.asarray(self.unused_levels, dtype=self.ynames.dtype)])
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():

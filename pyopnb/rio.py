@@ -84,15 +84,20 @@ def model_from_fields(fields: Any, ynames_kind: Optional[str] = None, convergenc
     cats = getattr(ynames_raw, "categories", None)
     ynames = levels_from_text(np.ravel(np.asarray(ynames_raw) if cats is None else np.asarray(ynames_raw.astype(str))),
                               ynames_kind)
+    PI = _vector(fields["PI"], "PI").ravel()
+    unused: tuple = ()
+    if ynames.size > nc == PI.size and y.size and y.max() <= nc:
+        # a factor's levels after its last used one: R's classes are the codes 1..nc, and it keeps the rest
+        ynames, unused = ynames[:nc], tuple(ynames[nc:].tolist())
     model = OPNBModel(
         V=np.ascontiguousarray(V), X=np.ascontiguousarray(X), y=y.astype(np.int64),
-        PI=_vector(fields["PI"], "PI").ravel(), h=np.ascontiguousarray(h), nc=nc,
+        PI=PI, h=np.ascontiguousarray(h), nc=nc,
         mu=_vector(fields["mu"], "mu").ravel(), scales=_vector(fields["scales"], "scales").ravel(),
         ynames=ynames, lam=float(np.ravel(_vector(fields["lam"], "lam"))[0]),
         fval=float(np.ravel(_vector(fields["fval"], "fval"))[0]),
         feature_names=_names(fields["mu"]) or _names(fields["X"]),
         target=_target(fields.get("target")),
-        convergence=convergence,
+        convergence=convergence, unused_levels=unused,
     )
     _check_consistent(model)
     return model
@@ -286,7 +291,7 @@ def _opnb_r_object(model: OPNBModel, converter: Any) -> Any:
         converter.convert_to_r_object(np.array([float(model.nc)])),
         named(model.mu, names),
         named(model.scales, names),
-        converter.convert_to_r_object(np.asarray(level_text(model.ynames), dtype=object)),
+        converter.convert_to_r_object(np.asarray(level_text(model.r_levels), dtype=object)),
         converter.convert_to_r_object(np.array([float(model.lam)])),
         converter.convert_to_r_object(np.array([float(model.fval)])),
     ]
@@ -364,6 +369,7 @@ def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
     for k in _FIELDS:
         v = getattr(model, k)
         if k == "ynames":
+            v = model.r_levels
             doc[k] = [str(s) for s in v] if doc["ynames_type"] == "character" else np.asarray(v).tolist()
         else:
             doc[k] = np.asarray(v).tolist() if np.ndim(v) else v

@@ -1,4 +1,5 @@
 """The pyopnb command, end to end through subprocess."""
+import re
 import subprocess
 import sys
 
@@ -397,3 +398,38 @@ def test_long_decimals_read_as_the_correctly_rounded_doubles_under_any_pandas(tm
 
     X = read_model(tmp_path / "m.json").X
     assert [float(v).hex() for v in X[:4, 0]] == [float(t).hex() for t in texts]
+
+
+def test_levels_carry_Rs_level_order_through_a_csv(files):
+    """write.csv keeps a factor's labels, not its levels: read back, they
+    sort. --levels (a list, or @FILE as R's writeLines(levels(y)) writes
+    it) gives the order back: the model's classes, the posterior's columns
+    and the fit are the API's with a Categorical in that order."""
+    from pyopnb import OPNB, read_rds
+
+    tmp, d = files
+    (tmp / "levels.txt").write_text("Yes\nNo\n")
+    for spec in ("@levels.txt", "Yes,No"):
+        r = run("fit", "train.csv", "--target", "type", "--ndim", "2", "--levels", spec, "--out", "lv.rds", cwd=tmp)
+        assert r.returncode == 0, r.stderr
+        assert "classes ['Yes', 'No']" in r.stdout
+        m = read_rds(tmp / "lv.rds")
+        assert list(m.ynames) == ["Yes", "No"]
+        (tmp / "lv.rds").unlink()
+    tr = pd.read_csv(tmp / "train.csv")
+    api = OPNB(pd.get_dummies(tr.drop(columns="type"), dtype=float).to_numpy(),
+               pd.Categorical(tr["type"], categories=["Yes", "No"]), ndim=2)
+    np.testing.assert_array_equal(m.PI, api.PI)
+    assert abs(m.fval - api.fval) <= 1e-12 * abs(api.fval)
+    r = run("fit", "train.csv", "--target", "type", "--levels", "@levels.txt", "--out", "lv.rds", cwd=tmp)
+    r = run("predict", "lv.rds", "test.csv", "--proba", "--out", "lv.csv", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    assert list(pd.read_csv(tmp / "lv.csv").columns) == ["class", "p_Yes", "p_No"]
+    # labels the levels do not name, a level twice, an empty level, a missing file: one line, exit 2
+    for spec, message in (("Yes,Maybe", r"labels \['No'\] of the target column are not among --levels Yes,Maybe"),
+                          ("Yes,No,Yes", r"levels \['Yes'\] are given twice"),
+                          ("Yes,,No", "an empty level"),
+                          ("@nofile.txt", "cannot read the levels file")):
+        r = run("fit", "train.csv", "--target", "type", "--levels", spec, "--out", "bad.rds", cwd=tmp)
+        assert r.returncode == 2 and re.search(message, r.stderr), r.stderr
+        assert not (tmp / "bad.rds").exists()

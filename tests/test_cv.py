@@ -123,3 +123,30 @@ def test_cv_threads_reach_every_fit(pima, monkeypatch):
         with pytest.raises(ValueError, match="threads"):
             opnb_journal_cv(pima.X_train, pima.y_train, 3, gamma=[1.0], ndim=[1], threads=bad)
     assert seen == [2] * 4
+
+
+def test_Rs_one_based_folds_are_refused_unless_rows_are_left_out_on_purpose(pima):
+    """R's folds passed without - 1: over every row they hold n (an error
+    before); over some rows they miss row 0, and were read one row off with
+    no word. Now refused, with the hint; leave_rows_out=True takes them,
+    and rows in no fold then count nowhere: the same CV as on the data
+    without those rows."""
+    n = pima.X_train.shape[0]
+    r_folds = [np.arange(1, 181, 3), np.arange(2, 181, 3), np.arange(3, 181, 3)]  # R's 1-based, rows 1..180
+    with pytest.raises(ValueError, match=r"no fold holds row 0: these look like R's 1-based folds.*"
+                                         r"\[f - 1 for f in folds\].*leave_rows_out=True.*\(20 of 200 here\)"):
+        OPNB_CV_lam(pima.X_train, pima.y_train, r_folds, nlam=1, ndim=2)
+    with pytest.raises(ValueError, match=r"outside 0\.\.199: folds are 0-based here, 1-based in R \(from R's "
+                                         r"folds, pass \[f - 1 for f in folds\]\)"):
+        OPNB_CV_lam(pima.X_train, pima.y_train, [np.arange(1, n + 1, 2), np.arange(2, n + 1, 2)], nlam=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kept = OPNB_CV_lam(pima.X_train, pima.y_train, r_folds, nlam=2, ndim=2, maxit=5, leave_rows_out=True)
+        rows = np.concatenate(r_folds)
+        order = np.argsort(rows)
+        renumbered = np.empty(n, dtype=np.int64)
+        renumbered[rows[order]] = np.arange(rows.size)
+        alone = OPNB_CV_lam(pima.X_train[np.sort(rows)], pima.y_train[np.sort(rows)],
+                            [renumbered[f] for f in r_folds], nlam=2, ndim=2, maxit=5)
+    np.testing.assert_array_equal(kept["cv_stats"], alone["cv_stats"])
+    np.testing.assert_array_equal(kept["model"].V, alone["model"].V)

@@ -1,6 +1,7 @@
 """Every dataframe library, read in one place: names recorded at fit, columns
 matched by name in any order, repeated names refused; the estimator's model
 is OPNB's (labels, their type, feature names) and is its own copy of X."""
+import re
 import subprocess
 import sys
 import warnings
@@ -181,11 +182,11 @@ def test_Rs_row_names_read_as_data_are_refused(pima, tmp_path):
     path.write_text("\n".join(rows) + "\n")
     df = pd.read_csv(path)
     for fit in (lambda X, y: OPNB(X, y, maxit=3), lambda X, y: OPNBClassifier(maxit=3).fit(X, y)):
-        with pytest.raises(ValueError, match=r"first column \('Unnamed: 0'\) has no name and holds distinct row "
-                                             r"numbers.*pd.read_csv\(path, index_col=0\)"):
+        with pytest.raises(ValueError, match=r"column 'Unnamed: 0' holds distinct row numbers under a name row "
+                                             r"names get.*pd.read_csv\(path, index_col=0\)"):
             fit(df.drop(columns="type"), df["type"])
     pl = pytest.importorskip("polars", reason="polars is not installed")
-    with pytest.raises(ValueError, match=r"first column \(''\) has no name"):
+    with pytest.raises(ValueError, match=r"column '' holds distinct row numbers"):
         OPNB(pl.read_csv(path).drop("type"), df["type"].to_numpy(), maxit=3)
     # read as R meant it, the same data fit as the plain matrix does
     good = pd.read_csv(path, index_col=0)
@@ -193,4 +194,78 @@ def test_Rs_row_names_read_as_data_are_refused(pima, tmp_path):
         warnings.simplefilter("ignore")
         a = OPNB(good.drop(columns="type"), good["type"], ndim=2, maxit=5)
         b = OPNB(pima.X_train, pima.y_train, ndim=2, maxit=5)
+    np.testing.assert_array_equal(a.V, b.V)
+
+
+# --- issue 57: row names under every name, nulls, indexes ------------------------------------------------------
+
+def test_Rs_row_names_are_refused_under_every_name_the_libraries_give_them(pima, tmp_path):
+    """R's row names, read as a column: readr's "...1", R's read.csv "X",
+    reset_index's "index", and a pandas index stored in parquet, which
+    polars and pyarrow read as a last column "__index_level_0__" (it was
+    fitted as a feature). Each is refused, saying how to read it."""
+    rows = np.arange(1, pima.X_train.shape[0] + 1)
+    base = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    for name, hint in (("...1", "index_col=0"), ("X", r"read.csv\(path, row.names = 1\)"), ("index", "index_col=0")):
+        X = base.copy()
+        X.insert(0, name, rows)
+        with pytest.raises(ValueError, match=rf"column '{re.escape(name)}' holds distinct row numbers.*{hint}"):
+            OPNB(X, pima.y_train, maxit=3)
+    # the same names elsewhere, or over values that are no row numbers, are data
+    X = base.copy()
+    X.insert(1, "X", rows)
+    X.insert(0, "index", np.r_[rows[1:], 1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert OPNB(X, pima.y_train, maxit=3).V.shape[0] == base.shape[1] + 2
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed")
+    pl = pytest.importorskip("polars", reason="polars is not installed")
+    named = base.set_axis(rows, axis=0)  # R's CSV read with index_col=0: the row names are the index
+    named.to_parquet(tmp_path / "train.parquet")
+    back = pl.read_parquet(tmp_path / "train.parquet")
+    assert back.columns[-1] == "__index_level_0__"
+    with pytest.raises(ValueError, match=r"column '__index_level_0__' holds distinct row numbers.*pandas.read_parquet"):
+        OPNB(back, pima.y_train, maxit=3)
+    # pandas restores the index: the same fit as the matrix
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = OPNB(pd.read_parquet(tmp_path / "train.parquet"), pima.y_train, ndim=2, maxit=3)
+        b = OPNB(pima.X_train, pima.y_train, ndim=2, maxit=3)
+    np.testing.assert_array_equal(a.V, b.V)
+
+
+def test_a_null_in_a_pyarrow_backed_frame_is_named_as_other_backends_name_it(pima):
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed")
+    X = pd.DataFrame(pima.X_train, columns=list(pima.feature_names)).convert_dtypes(dtype_backend="pyarrow")
+    X.iloc[[3, 7], 2] = None
+    message = rf"X has missing values \(NaN\) in column '{pima.feature_names[2]}' \(2 rows\)"
+    with pytest.raises(ValueError, match=message):
+        OPNB(X, pima.y_train)
+    with pytest.raises(ValueError, match="Input X contains NaN"):  # scikit-learn's own check, as for numpy
+        OPNBClassifier().fit(X, pima.y_train)
+    # without the nulls, the same bits as numpy's
+    full = pd.DataFrame(pima.X_train, columns=list(pima.feature_names)).convert_dtypes(dtype_backend="pyarrow")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(OPNB(full, pima.y_train, ndim=2, maxit=3).V,
+                                      OPNB(pima.X_train, pima.y_train, ndim=2, maxit=3).V)
+
+
+def test_X_and_y_with_other_row_indexes_are_refused(pima):
+    """pandas X and y are paired by position, as R pairs a matrix and a
+    vector: shuffled apart, each row would get another row's label."""
+    from pyopnb import OPNB_CV_lam
+
+    X = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    y = pd.Series(pima.y_train)
+    order = np.random.default_rng(0).permutation(len(y))
+    Xs = X.iloc[order]
+    for call in (lambda: OPNB(Xs, y, maxit=3), lambda: OPNB_CV_lam(Xs, y, 2, nlam=1, maxit=3)):
+        with pytest.raises(ValueError, match=rf"X and y have different row indexes \(at position 0: X's "
+                                             rf"{order[0]}, y's 0\).*y.loc\[X.index\]"):
+            call()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = OPNB(Xs, y.loc[Xs.index], ndim=2, maxit=3)
+        b = OPNB(pima.X_train[order], pima.y_train[order], ndim=2, maxit=3)
     np.testing.assert_array_equal(a.V, b.V)

@@ -2,6 +2,8 @@
 read back from R's files, and a Categorical's order kept through a
 cross-validation."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,83 @@ def test_missing_labels_are_refused_in_every_string_column(dtype):
             factor(pd.Series(["Yes", "No", na], dtype=dtype))
     with pytest.raises(ValueError, match="y contains missing values"):
         factor(np.array(["Yes", None], dtype=object))
+
+
+# --- issue 57: labels as R makes them, unused levels -----------------------------------------------------------
+
+def test_numbers_become_classes_through_their_15_digit_text_as_in_R():
+    """R's as.factor reads numbers through as.character (15 significant
+    digits): 0.1 + 0.2 and 0.3 are one class "0.3" in R, and in pyopnb,
+    which warns and names the numbers; numbers apart in 15 digits stay
+    apart (2^53 and 2^53 + 2), with no warning."""
+    from pyopnb import RLabelsWarning
+    from pyopnb.validation.fixtures import load
+
+    fx = load("r_labels")["merged_numbers"]
+    values = np.asarray(fx["values"], dtype=float)
+    with pytest.warns(RLabelsWarning, match=r"3 group\(s\) of distinct numbers.*0\.3, 0\.30000000000000004 as '0\.3'"):
+        levels, codes = factor(values)
+    assert level_text(levels) == fx["levels"]
+    assert list(codes + 1) == fx["codes"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        levels, codes = factor(values[[0, 2, 7, 8]])  # no two of these share their text
+    assert levels.size == 4
+    # a fit's classes are R's: three labels, two classes
+    X = np.array([[0.0], [0.1], [1.0], [1.1], [0.05], [1.05]])
+    with pytest.warns(RLabelsWarning):
+        m = OPNB(X, np.array([0.1 + 0.2, 0.3, 0.7, 0.7, 0.3, 0.7]), ndim=1)
+    assert m.nc == 2 and level_text(m.ynames) == ["0.3", "0.7"]
+
+
+def test_a_factor_whose_last_levels_have_no_rows_is_Rs_model():
+    """R keeps a factor's unused last levels in ynames beyond nc, and
+    predicts only its nc classes. R's model reads (it was refused as
+    inconsistent) and predicts R's posteriors; pyopnb's fit of the same
+    factor is R's model, written back with R's ynames."""
+    from pyopnb.validation.fixtures import FIXTURES, load
+
+    fx = load("r_labels")["unused_level_model"]
+    iris = load_iris_frame()
+    X, species = iris.drop(columns="species"), iris["species"]
+    m = read_rds(FIXTURES.parent / "models" / fx["file"])
+    assert m.nc == fx["nc"] == 2 and list(m.ynames) == fx["ynames"][:2]
+    assert m.unused_levels == tuple(fx["ynames"][2:]) and list(m.r_levels) == fx["ynames"]
+    p = predict(m, X.to_numpy()[fx["rows"]])
+    np.testing.assert_allclose(p["posterior"], fx["posterior"], rtol=0, atol=1e-12)
+    assert list(p["class"]) == fx["class"]
+    y = pd.Categorical(species[:100], categories=fx["ynames"])
+    ours = OPNB(X[:100], y, ndim=2)
+    assert ours.nc == 2 and ours.unused_levels == ("virginica",)
+    assert abs(ours.fval - m.fval) <= 1e-9 * abs(m.fval)
+    q = predict(ours, X.to_numpy()[fx["rows"]])
+    np.testing.assert_allclose(q["posterior"], fx["posterior"], rtol=0, atol=1e-7)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        write_rds(ours, Path(tmp) / "m.rds")
+        back = read_rds(Path(tmp) / "m.rds")
+    assert list(back.r_levels) == fx["ynames"] and back.nc == 2
+
+
+def test_a_level_with_no_rows_before_a_used_one_is_an_error_as_in_R():
+    from pyopnb.validation.fixtures import load
+
+    r_error = load("r_labels")["unused_middle_level"]
+    iris = load_iris_frame()
+    rows = list(range(50)) + list(range(100, 150))
+    y = pd.Categorical(iris["species"].to_numpy()[rows], categories=["setosa", "versicolor", "virginica"])
+    with pytest.raises(ValueError, match=r"y's levels 'versicolor' have no rows, before levels that do: R's OPNB "
+                                         r"stops with an error there \(\"" + r_error + r"\"\).*droplevels\(y\)"):
+        OPNB(iris.drop(columns="species").to_numpy()[rows], y, ndim=2)
+    # dropped, as the message says, the fit goes on
+    m = OPNB(iris.drop(columns="species").to_numpy()[rows], y.remove_unused_categories(), ndim=2)
+    assert list(m.ynames) == ["setosa", "virginica"]
+
+
+def load_iris_frame():
+    from sklearn.datasets import load_iris
+
+    d = load_iris(as_frame=True)
+    return d.data.assign(species=np.asarray(d.target_names)[d.target])

@@ -1,8 +1,10 @@
 """Record what R does with labels and R's eigen, for the checks without R.
 
 Writes validation/fixtures/r_labels.json and validation/fixtures/r_eigen.json,
-and validation/models/iris_int_labels.rds (R's OPNB on iris with integer
-labels 1, 2, 3, saved with saveRDS). Needs R with OPNB and rpy2.
+validation/models/iris_int_labels.rds (R's OPNB on iris with integer
+labels 1, 2, 3, saved with saveRDS) and validation/models/iris_unused_level.rds
+(R's OPNB on a factor whose last level has no rows). Needs R with OPNB and
+rpy2.
 Run: python -m pyopnb.validation.record.record_r_labels
 """
 from __future__ import annotations
@@ -77,6 +79,27 @@ def main() -> None:
              p <- predict(m, X[te, ])""")
     out["int_model"] = {"file": "iris_int_labels.rds", "test_rows": [int(v) - 1 for v in ro.r("te")],
                         "class": list(ro.r("as.character(p$class)")), "y_test": [int(v) for v in ro.r("y[te]")]}
+    # numbers become classes through their 15-digit text
+    merged = [0.1 + 0.2, 0.3, 0.7, 1 / 3, 0.333333333333333, 1.0, 1 + 2 ** -52, 2 ** 53, 2 ** 53 + 2]
+    out["merged_numbers"] = {"values": merged,
+                             "levels": list(ro.r("function(x) levels(as.factor(x))")(ro.FloatVector(merged))),
+                             "codes": [int(v) for v in ro.r("function(x) as.integer(as.factor(x))")(
+                                 ro.FloatVector(merged))]}
+    # a factor whose last level has no rows (R keeps it in ynames, beyond nc), and one with an empty middle level
+    path = (models / "iris_unused_level.rds").as_posix()
+    ro.r(f"""X <- as.matrix(iris[1:100, 1:4]); y <- iris$Species[1:100]
+             m <- OPNB(X, y, ndim = 2)
+             saveRDS(m, "{path}")
+             p <- predict(m, as.matrix(iris[c(1, 60, 120), 1:4]))""")
+    out["unused_level_model"] = {"file": "iris_unused_level.rds", "rows": [0, 59, 119],
+                                 "ynames": list(ro.r("m$ynames")), "nc": int(ro.r("m$nc")[0]),
+                                 "posterior": np.asarray(ro.r("p$posterior")).reshape(3, 2, order="F").tolist(),
+                                 "class": list(ro.r("as.character(p$class)"))}
+    out["unused_middle_level"] = str(ro.r("""function() {
+        y <- factor(as.character(iris$Species[c(1:50, 101:150)]), levels = levels(iris$Species))
+        r <- try(suppressWarnings(OPNB(as.matrix(iris[c(1:50, 101:150), 1:4]), y, ndim = 2)), silent = TRUE)
+        if (inherits(r, "try-error")) conditionMessage(attr(r, "condition")) else "no error"
+    }""")()[0])
     (Path(FIXTURES) / "r_labels.json").write_text(json.dumps(out, indent=1, ensure_ascii=False))
     eig = {"R": out["R"], "lapack": str(ro.r("La_version()")[0]), "cases": []}
     for _, X in eigen_cases():
@@ -86,7 +109,7 @@ def main() -> None:
         V = np.asarray(rbridge.r("eigen(A__)$vectors")).reshape(A.shape)
         eig["cases"].append({"A": A.tolist(), "vectors": V.tolist()})
     (Path(FIXTURES) / "r_eigen.json").write_text(json.dumps(eig))
-    print("wrote r_labels.json, r_eigen.json and models/iris_int_labels.rds")
+    print("wrote r_labels.json, r_eigen.json, models/iris_int_labels.rds and models/iris_unused_level.rds")
 
 
 if __name__ == "__main__":
