@@ -105,14 +105,15 @@ def _refuse_r_row_names(M: np.ndarray, columns: Sequence[Any], name: str) -> Non
     as data, those row numbers become a feature (on rows kept in class order,
     a label leak). A column under a name that the dataframe libraries give
     row names (first, or a stored pandas index anywhere) holding distinct
-    whole numbers from 1 up is refused, with the way to read it as row
-    names."""
+    whole numbers (R's from 1, a pandas index written out from 0) is
+    refused, with the way to read it as row names."""
     for j, col in enumerate(columns):
         label = str(col)
         if not (label in _ROW_NAMES_ANY or (j == 0 and label in _ROW_NAMES_FIRST)):
             continue
         values = M[:, j]
-        if not (values.size and np.all(np.isfinite(values)) and np.all(values >= 1)
+        # R's row numbers count from 1, a pandas index written out (to_csv, to_parquet, reset_index) from 0
+        if not (values.size and np.all(np.isfinite(values)) and np.all(values >= 0)
                 and np.all(values == np.floor(values)) and np.unique(values).size == values.size):
             continue
         if label in _ROW_NAMES_ANY:

@@ -211,6 +211,11 @@ def test_Rs_row_names_are_refused_under_every_name_the_libraries_give_them(pima,
         X.insert(0, name, rows)
         with pytest.raises(ValueError, match=rf"column '{re.escape(name)}' holds distinct row numbers.*{hint}"):
             OPNB(X, pima.y_train, maxit=3)
+    # pandas' own habit: to_csv writes its index (0, 1, ...) as a first column, read back as 'Unnamed: 0'
+    X = base.copy()
+    X.insert(0, "Unnamed: 0", rows - 1)
+    with pytest.raises(ValueError, match=r"column 'Unnamed: 0' holds distinct row numbers"):
+        OPNB(X, pima.y_train, maxit=3)
     # the same names elsewhere, or over values that are no row numbers, are data
     X = base.copy()
     X.insert(1, "X", rows)
