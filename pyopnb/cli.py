@@ -253,8 +253,8 @@ def cmd_fit(args) -> None:
     print(f"fitted OPNB on {X.shape[0]} rows, {X.shape[1]} features, classes {[str(c) for c in model.ynames]}: "
           f"fval {model.fval:.6g}; wrote {args.out}")
     # where R's own fit would stop: the fit kept its start as R's does (--r-defects), or went on
-    r_notes = [n.replace("r_defects=True", "--r-defects").replace("a larger lam", "a larger --lam") for n in notes
-               if n.startswith((R_WOULD_STOP, KEPT_START))]
+    r_notes = [n.replace(form.advice(nbin), form.advice(nbin, _CLI_WORDS)).replace("r_defects=True", "--r-defects")
+               .replace("a larger lam", "a larger --lam") for n in notes if n.startswith((R_WOULD_STOP, KEPT_START))]
     for n in r_notes:
         print(f"pyopnb: warning: {n}", file=sys.stderr)
     note = form.convergence_note(model.convergence, nbin, args.maxit, _CLI_WORDS)

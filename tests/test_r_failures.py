@@ -103,6 +103,10 @@ def test_the_estimator_and_the_command_line_take_r_defects(tmp_path):
                            timeout=300)
         assert r.returncode == 0, r.stderr
         assert "pyopnb: warning: " in r.stderr and said in r.stderr
+        # the command's own flags in its advice, never Python's arguments
+        assert "nbin=None" not in r.stderr and "r_defects=True" not in r.stderr and "--lam" in r.stderr
+        if extra:
+            assert "exact sums (--exact)" in r.stderr
         fval = read_model(tmp_path / "m.json").fval
         (tmp_path / "m.json").unlink()
         if extra:
