@@ -222,6 +222,7 @@ _CLI_WORDS = {"lam": "--lam", "nbin": "--nbin", "exact": "--exact", "gamma": "--
 
 def cmd_fit(args) -> None:
     from .exceptions import fit_quietly
+    from .fitting import KEPT_START, R_WOULD_STOP
     from .fitting import fit
     from .formulation import formulation
     from .rio import write_model
@@ -231,9 +232,9 @@ def cmd_fit(args) -> None:
         raise CLIError("--exact and --nbin contradict each other: --exact sums exactly, with no bins")
     nbin = None if args.exact else (1000 if args.nbin is None else args.nbin)
     given = {"lam": args.lam, "scale": False if args.no_scale else None, "gamma": args.gamma,
-             "prescale": True if args.prescale else None}
+             "prescale": True if args.prescale else None, "r_defects": True if args.r_defects else None}
     flags = {"lam": "--lam", "scale": "--no-scale", "gamma": "--gamma", "prescale": "--prescale",
-             "formulation": "--formulation"}
+             "formulation": "--formulation", "r_defects": "--r-defects"}
     try:
         form = formulation(args.formulation, words=flags, **{k: v for k, v in given.items() if v is not None})
     except ValueError as exc:
@@ -242,8 +243,8 @@ def cmd_fit(args) -> None:
     labels = y.to_numpy() if args.levels is None else _with_levels(y, args.levels, args.train)
     try:
         # the command says the formulation's note itself, in its own words (no Python source line)
-        model, _ = fit_quietly(fit, X, labels, form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
-                             threads=args.threads, caller="pyopnb fit")
+        model, notes = fit_quietly(fit, X, labels, form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
+                                   threads=args.threads, caller="pyopnb fit")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     model.feature_names = tuple(names)
@@ -251,10 +252,15 @@ def cmd_fit(args) -> None:
     write_model(model, args.out)
     print(f"fitted OPNB on {X.shape[0]} rows, {X.shape[1]} features, classes {[str(c) for c in model.ynames]}: "
           f"fval {model.fval:.6g}; wrote {args.out}")
+    # where R's own fit would stop: the fit kept its start as R's does (--r-defects), or went on
+    r_notes = [n.replace(form.advice(nbin), form.advice(nbin, _CLI_WORDS)).replace("r_defects=True", "--r-defects")
+               .replace("a larger lam", "a larger --lam") for n in notes if n.startswith((R_WOULD_STOP, KEPT_START))]
+    for n in r_notes:
+        print(f"pyopnb: warning: {n}", file=sys.stderr)
     note = form.convergence_note(model.convergence, nbin, args.maxit, _CLI_WORDS)
-    if note is not None:
+    if note is not None and not any(n.startswith(KEPT_START) for n in r_notes):
         print(f"pyopnb: warning: {note}", file=sys.stderr)
-    elif model.convergence == 52:
+    elif model.convergence == 52 and not r_notes:
         print("pyopnb: note: L-BFGS-B ended at a failed line search (convergence code 52), the normal end of R's "
               "binned objective: its gradient is not the derivative of its binned value, and R's OPNB stops there "
               "too", file=sys.stderr)
@@ -640,6 +646,9 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
     f.add_argument("--no-scale", action="store_true", help="do not scale features to unit sd")
     f.add_argument("--threads", type=int, help="threads for the fit, -1 for every core (default: "
                    "PYOPNB_NUM_THREADS, else OMP_NUM_THREADS, else every core); the model does not depend on it")
+    f.add_argument("--r-defects", action="store_true",
+                   help="formulation R: where R's gradient sums would not be finite, keep the start as R's OPNB "
+                        "does (default: go on, and say so)")
     f.add_argument("--levels", metavar="LIST|@FILE",
                    help="the classes' order, as R's factor levels: \"b,a,c\", or @FILE with one level a line "
                         "(R: writeLines(levels(y), \"levels.txt\")). A CSV keeps only the labels' text, and its "

@@ -166,6 +166,7 @@ def OPNB_CV_lam(
     progress: bool = False,
     random_state: Any = 0,
     leave_rows_out: bool = False,
+    r_defects: bool = False,
     **kwargs: Any,
 ) -> Dict[str, Any]:
     """Cross-validate the penalty over ``lam0 * factor^(i-1)``, i = 1..nlam, as R's ``OPNB_CV_lam``.
@@ -227,6 +228,10 @@ def OPNB_CV_lam(
         are neither fitted nor tested, nor used by the refit. Without it,
         folds that miss row 0 are refused as R's 1-based folds passed
         without ``- 1`` (they read every row one off).
+    r_defects : bool, default False
+        As in :func:`OPNB`: a fold's fit where R's gradient sums are not
+        finite keeps its start, as R's does (True), or goes on and is
+        counted in one warning (False).
     **kwargs
         ``factor``, R's name for ``factor_``; anything else is an error.
 
@@ -260,7 +265,8 @@ def OPNB_CV_lam(
     fac = as_positive_scalar(factor_, "factor")
     lams = lam0 * fac ** np.arange(int(nlam))
     jobs_n = _n_jobs(n_jobs, cores)
-    fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct, maxit=maxit)
+    fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct, maxit=maxit,
+                      r_defects=r_defects)
     thr = _fold_threads(threads, jobs_n, fit_kwargs)
     if jobs_n > 1:
         from joblib import Parallel, delayed

@@ -55,6 +55,10 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         Bandwidth multiplier (journal; default 1, grid 1/3, 1/2, 1, 2, 3).
     prescale : bool, optional
         Multiply the scaled data by Sigma_W^(-1/2) first (journal; default False).
+    r_defects : bool, optional
+        Where R's gradient sums would not be finite, keep the start as R's
+        OPNB does (R; default False: go on and warn), as in
+        :func:`pyopnb.OPNB`.
     V0 : callable or array, optional
         The start, as in :func:`pyopnb.OPNB` (every formulation).
     nbin : int or None, default 1000
@@ -93,7 +97,8 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     def __init__(self, ndim: Optional[int] = None, lam: Optional[float] = None, nbin: Optional[int] = 1000,
                  scale: Optional[bool] = None, V0: Optional[Callable] = None, C: Optional[Callable] = None,
                  correct: Optional[bool] = None, threads: Optional[int] = None, formulation: str = "R",
-                 gamma: Optional[float] = None, prescale: Optional[bool] = None, maxit: int = 100):
+                 gamma: Optional[float] = None, prescale: Optional[bool] = None, maxit: int = 100,
+                 r_defects: Optional[bool] = None):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -106,11 +111,12 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         self.gamma = gamma
         self.prescale = prescale
         self.maxit = maxit
+        self.r_defects = r_defects
 
     def _formulation(self) -> Formulation:
         """The formulation with the parameters given (those left at None take its defaults)."""
         name = self.formulation
-        given = {k: getattr(self, k) for k in ("lam", "scale", "C", "gamma", "prescale", "V0")
+        given = {k: getattr(self, k) for k in ("lam", "scale", "C", "gamma", "prescale", "V0", "r_defects")
                  if getattr(self, k) is not None}
         if isinstance(name, Formulation):
             if given or self.correct is not None:

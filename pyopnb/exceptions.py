@@ -13,13 +13,21 @@ import warnings
 from functools import lru_cache
 from typing import Any, Callable, List, Tuple
 
-__all__ = ["ConvergenceWarning", "RLabelsWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
+__all__ = ["ConvergenceWarning", "RDefectWarning", "RLabelsWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
 
 
 class RLabelsWarning(UserWarning):
     """Labels became classes as R makes them, where that differs from what
     their values alone say: distinct numbers that R's ``as.factor`` merges
     (it reads numbers through their 15-digit text)."""
+
+    __module__ = "pyopnb"
+
+
+class RDefectWarning(UserWarning):
+    """A fit went where R OPNB 1.0's would have stopped: R's gradient sums
+    are not finite there, and R keeps its start (see
+    :mod:`pyopnb.r_failures`); ``r_defects=True`` does as R does."""
 
     __module__ = "pyopnb"
 
@@ -48,10 +56,11 @@ def fit_quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Tuple[Any,
     warnings pass on."""
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always", convergence_warning())
+        warnings.simplefilter("always", RDefectWarning)
         result = fn(*args, **kwargs)
     notes = []
     for w in rec:
-        if issubclass(w.category, convergence_warning()):
+        if issubclass(w.category, (convergence_warning(), RDefectWarning)):
             notes.append(str(w.message).split(": ", 1)[-1])
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -19,10 +19,12 @@ import numpy as np
 
 from . import _threads, exceptions
 from ._core import colstats, lbfgsb as _lbfgsb, linalg as _linalg
-from ._validation import as_nbin, check_aligned, check_maxit, check_ndim, check_X, column_names
+from ._validation import as_nbin, check_aligned, check_maxit, check_ndim, check_X, column_names, label_text
+from .exceptions import RDefectWarning
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
 from .labels import factor_levels
 from .model import OPNBModel
+from .r_failures import R_UNDERFLOW, RFailure
 
 __all__ = ["OPNB", "opnb_journal", "fit"]
 
@@ -46,6 +48,7 @@ def OPNB(
     maxit: int = 100,
     threads: Optional[int] = None,
     callback: Optional[Callback] = None,
+    r_defects: bool = False,
 ) -> OPNBModel:
     """Fit an Optimal Projections Naive Bayes model, as R's ``OPNB()``.
 
@@ -109,6 +112,15 @@ def OPNB(
     callback : callable, optional
         Called after each L-BFGS-B iteration with (iteration, objective,
         gradient norm).
+    r_defects : bool, default False
+        Where R's own fit would stop: at a V where R's gradient sums are
+        not finite (a point farther than about 745 bandwidths from every
+        point of a class, as with ``scale=False`` or a small lam; see
+        :mod:`pyopnb.r_failures`), R's optim stops with an error and R's
+        OPNB keeps its start V, with a warning. pyopnb's sums stay finite
+        there: by default the fit goes on and warns
+        (:class:`pyopnb.RDefectWarning`); True keeps the start, as R does,
+        for R's numbers.
 
     Returns
     -------
@@ -136,7 +148,12 @@ def OPNB(
     if correct:
         warnings.warn("OPNB(correct=True) is deprecated: use pyopnb.fitting.fit(X, y, CorrectFormulation(...)) or "
                       "OPNBClassifier(formulation='correct')", FutureWarning, stacklevel=2)
-    form = (CorrectFormulation if correct else RFormulation)(lam=lam, V0=V0, C=C, scale=scale)
+    if correct:
+        if r_defects:
+            raise ValueError("r_defects=True reproduces R's own fit, not the 'correct' formulation's")
+        form: Formulation = CorrectFormulation(lam=lam, V0=V0, C=C, scale=scale)
+    else:
+        form = RFormulation(lam=lam, V0=V0, C=C, scale=scale, r_defects=r_defects)
     return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, caller="OPNB")
 
 
@@ -231,6 +248,10 @@ class _Objective:
         self.evaluator = setup.evaluator
         self.d, self.ndim = d, ndim
         self.last: Optional[Tuple[np.ndarray, float, np.ndarray]] = None
+        self.evaluations = 0
+        # the first evaluation where R's own gradient would not be finite: (its number, where, the start's value)
+        self.r_failed: Optional[Tuple[int, RFailure]] = None
+        self.first_value: Optional[float] = None
 
     def unflat(self, v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
@@ -255,6 +276,19 @@ class _Objective:
         except ValueError as exc:  # a zero column of the normalised objective
             raise FloatingPointError(str(exc)) from None
         self.last = (v.copy(), F, G)
+        self.evaluations += 1
+        if self.first_value is None:
+            self.first_value = F
+        st = self.setup
+        if st.r_failure is not None and self.r_failed is None:
+            where = st.r_failure(self.unflat(v))
+            if where is not None:
+                self.r_failed = (self.evaluations, where)
+                if st.r_defects:
+                    # R's gradient is not finite here: L-BFGS-B steps to a non-finite V and R's optim stops
+                    raise FloatingPointError(f"R's gradient is not finite at evaluation {self.evaluations}, and "
+                                             f"R's optim stops with \"non-finite value supplied by optim\"; "
+                                             f"r_defects=True")
         if not math.isfinite(F) or not np.isfinite(G).all():
             # R's optim stops with "L-BFGS-B needs finite values of 'fn'"
             raise FloatingPointError("L-BFGS-B needs finite values of 'fn'")
@@ -295,6 +329,8 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     st = form.setup(Xa, codes, levels, nd, names, nbin_v, thr)
     obj = _Objective(st, d, nd)
     Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
+    if obj.r_failed is not None and not st.r_defects:
+        _warn_r_failure(obj, levels, caller)
     if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
         fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
     else:
@@ -314,6 +350,24 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
                      convergence=convergence, unused_levels=unused)
 
 
+# how the notes of a fit that left R's path begin, for the command line to tell them from other notes
+R_WOULD_STOP = "R's OPNB 1.0 would not end here"
+KEPT_START = "the optimisation failed"
+
+
+def _warn_r_failure(obj: _Objective, levels: np.ndarray, caller: str) -> None:
+    """Say where R's OPNB would have stopped on this fit's path, and what it would have returned."""
+    evaluation, where = obj.r_failed
+    warnings.warn(f"{caller}: {R_WOULD_STOP}. At evaluation {evaluation} of L-BFGS-B a "
+                  f"{'grid point' if obj.evaluator.nbin is not None else 'point'} lay {where.distance:.0f} "
+                  f"bandwidths from every point of class {label_text(levels[where.code])} on projected column "
+                  f"{where.column + 1}, where R's gradient sums are not finite (exp underflows past about "
+                  f"{R_UNDERFLOW:.0f} bandwidths): R's optim then stops with an error, and R's OPNB keeps its start "
+                  f"(objective {obj.first_value:.6g}) and warns \"Numerical errors occurred\". pyopnb's sums stay "
+                  f"finite and the fit went on. Pass r_defects=True for R's result; or, as R advises, a larger lam",
+                  RDefectWarning, stacklevel=4)
+
+
 def _optimise(obj: _Objective, V: np.ndarray, maxit: int, callback: Optional[Callback], form: Formulation,
               nbin: Optional[int], caller: str) -> Tuple[np.ndarray, int]:
     """(the optimum, R's optim code) by L-BFGS-B from V, with the warnings the outcome calls for."""
@@ -325,7 +379,7 @@ def _optimise(obj: _Objective, V: np.ndarray, maxit: int, callback: Optional[Cal
         res = _lbfgsb.minimize(obj, V.ravel(order="F"), callback=_cb, maxit=maxit, **_LBFGS)
     except FloatingPointError as exc:
         # R's OPNB: "Numerical errors occurred with settings provided, returning initial solution"
-        warnings.warn(f"{caller}: the optimisation failed ({exc}); the model keeps the start projection, as R's "
+        warnings.warn(f"{caller}: {KEPT_START} ({exc}); the model keeps the start projection, as R's "
                       f"OPNB does. Try " + form.advice(nbin) + ".", exceptions.ConvergenceWarning,
                       stacklevel=4)
         return V, 52

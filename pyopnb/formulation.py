@@ -44,6 +44,7 @@ from . import _threads
 from ._core import colstats, eigen as _eigen, linalg as _linalg, scratch as _scratch
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
+from .r_failures import R_UNDERFLOW, RFailure, r_gradient_failure
 from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, exact_passes, greedy,
                          interp_grid, linear_passes, r_grid)
 
@@ -75,6 +76,10 @@ class Setup:
     lam: float
     pen: Optional[Callable[[np.ndarray], float]]
     dpen: Optional[Callable[[np.ndarray], np.ndarray]]
+    # R's formulation: where R's own gradient would not be finite at V (None: never asked), and whether the fit
+    # then does as R's OPNB does (keeps its start) rather than go on and say so
+    r_failure: Optional[Callable[[np.ndarray], Optional[RFailure]]] = None
+    r_defects: bool = False
 
     @property
     def problem(self) -> Problem:
@@ -351,9 +356,40 @@ class PenalisedFormulation(Formulation):
 
 @dataclass(repr=False)
 class RFormulation(PenalisedFormulation):
-    """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`)."""
+    """R OPNB 1.0's formulation (see :func:`pyopnb.OPNB`).
+
+    ``r_defects``: where R's gradient sums would not be finite at an
+    evaluated V (:mod:`pyopnb.r_failures`), R's OPNB stops and keeps its
+    start; True does so too, False (the default) goes on and warns.
+    """
 
     name: ClassVar[str] = "R"
+    r_defects: bool = False
+
+    params: ClassVar[Dict[str, Any]] = {**PenalisedFormulation.params, "r_defects": False}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.r_defects, (bool, np.bool_)):
+            raise ValueError(f"r_defects must be True or False, got {label_text(self.r_defects)}")
+
+    def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
+              names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
+              threads: Optional[int] = None) -> Setup:
+        st = super().setup(Xa, codes, levels, ndim, names, nbin, threads)
+        problem, thr = st.problem, _threads.resolve(threads)
+        # a column's projected spread is at most sum_j |V_jt| ptp(X_j): below the underflow, no projection is needed
+        spreads = np.ptp(problem.X, axis=0)
+        reach = R_UNDERFLOW * float(np.min(problem.h))
+
+        def r_failure(V: np.ndarray) -> Optional[RFailure]:
+            if np.all(np.abs(V).T @ spreads <= reach):
+                return None
+            return r_gradient_failure(_linalg.matmul(problem.X, V, thr), problem.y0, problem.h, nbin)
+
+        st.r_failure = r_failure
+        st.r_defects = bool(self.r_defects)
+        return st
 
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
         """R's l: exact sums with R's squared priors in the value, or R's
