@@ -24,7 +24,8 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     returns the projections ``(X - mu) @ V``, named ``opnbclassifier0``, ...
     by ``get_feature_names_out`` (so ``set_output(transform="pandas")``
     works). A DataFrame given to predict or transform is matched to the
-    training columns by name, in any order. ``fit`` takes no
+    training columns by name, in any order, integer names too (fitted on an
+    array, X is read by position, as in scikit-learn). ``fit`` takes no
     ``sample_weight``: OPNB's kernel sums and priors are unweighted, and
     ignoring weights would be a silent wrong answer.
 
@@ -139,7 +140,9 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         X : array-like or DataFrame of shape (n, n_features)
             Training data; a DataFrame's column names are kept.
         y : array-like of shape (n,)
-            Labels of any kind; a pandas Categorical keeps its order.
+            Labels of any kind. ``classes_`` are the distinct labels sorted,
+            as in scikit-learn's classifiers: a pandas Categorical's level
+            order is not kept (:func:`pyopnb.OPNB` keeps it, as R's factor).
 
         Returns
         -------
@@ -213,6 +216,26 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         """
         logp = self._predict(X)["log_posterior"]
         return self.classes_[np.argmax(logp, axis=1)]
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Confidence scores, as scikit-learn's classifiers give them: the
+        log posteriors, or for two classes the log posterior odds of
+        ``classes_[1]`` (positive where it is predicted). ``predict`` is
+        their argmax (for two classes, ``classes_[1]`` where the score is
+        positive), so stacking on them sees what the classifier decides.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, n_features)
+            New data; a DataFrame is matched to the training columns by name.
+
+        Returns
+        -------
+        ndarray of shape (m,) for two classes, else (m, n_classes)
+            Columns in ``classes_`` order.
+        """
+        logp = self._predict(X)["log_posterior"]
+        return logp[:, 1] - logp[:, 0] if self.classes_.size == 2 else logp
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
         """The classes predicted with the first m columns of the projection, m = 1, ..., ndim.
