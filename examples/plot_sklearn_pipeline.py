@@ -50,3 +50,15 @@ fig.tight_layout()
 # named.
 Z = search.best_estimator_.transform(Xte)
 print(Z.head())
+
+# %%
+# The classifier on its projection
+# --------------------------------
+# ``OPNBDisplay.from_estimator`` takes the pipeline and the raw data: the
+# scaler transforms them first. A model of more than two columns decides
+# with columns the plane does not show, so its points are coloured by the
+# class ``predict`` gives them (the title says so).
+from pyopnb import OPNBDisplay  # noqa: E402
+
+three = make_pipeline(StandardScaler(), OPNBClassifier(ndim=3)).fit(Xtr, ytr)
+disp = OPNBDisplay.from_estimator(three, Xte, yte)

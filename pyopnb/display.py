@@ -171,9 +171,21 @@ class OPNBDisplay:
         project far outside the training projections warn
         (:class:`ProjectionRangeWarning`).
 
-        Parameters are those of :meth:`from_estimator`, with ``model`` a
-        fitted model and X matched to its columns by name where both have
-        names.
+        Parameters
+        ----------
+        model : OPNBModel
+            A fitted model.
+        X : array-like or DataFrame of shape (m, d)
+            The points to show, on the model's scale; matched to its columns
+            by name where both have names.
+        y : array-like of shape (m,), optional
+            Their true labels: drawn as each point's marker.
+        dims : tuple of two int, default (1, 2)
+            The projection columns shown, 1-based.
+        response : {"auto", "regions", "predict"}, default "auto"
+            As in :meth:`from_estimator`.
+        ax : matplotlib Axes, optional
+            Where to draw.
 
         Returns
         -------
@@ -223,7 +235,12 @@ class OPNBDisplay:
         return disp.plot(ax=ax)
 
     def plot(self, ax: Any = None) -> "OPNBDisplay":
-        """Draw (again) on ``ax``, default a new figure's.
+        """Draw (again).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw (default a new figure's).
 
         Returns
         -------

@@ -124,3 +124,25 @@ def test_display_refuses_what_it_cannot_draw(pima):
         OPNBDisplay.from_estimator(two, pima.X_test, ["maybe"] * pima.X_test.shape[0])
     with pytest.raises(ValueError, match="OPNBDisplay.from_estimator"):
         pyopnb.plot(make_pipeline(StandardScaler(), OPNBClassifier(ndim=2)).fit(pima.X_train, pima.y_train))
+
+
+def test_param_grid_searches_both_formulations_as_the_study_does():
+    from sklearn.datasets import load_iris
+    from sklearn.model_selection import GridSearchCV
+
+    from pyopnb.estimator import param_grid
+    from pyopnb.study.methods import METHODS
+
+    grid = param_grid(30)
+    assert grid == [{"formulation": ["R"], **METHODS["OPNB"].quick(30, 2)},
+                    {"formulation": ["journal"], **METHODS["OPNB-journal"].quick(30, 2)}]
+    assert grid[1]["ndim"] == [1, 2, 3, 5, 10, 20] and param_grid(4)[1]["ndim"] == [1, 2, 3, 4]
+    assert len(param_grid(30, full=True)[1]["ndim"]) == 20
+    X, y = load_iris(return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), OPNBClassifier())
+    search = GridSearchCV(pipe, param_grid(4, prefix="opnbclassifier__"), cv=3).fit(X, y)
+    assert len(search.cv_results_["params"]) == 2 + 3 * 4
+    assert search.best_params_["opnbclassifier__formulation"] in ("R", "journal")
+    assert search.best_score_ > 0.9
+    with pytest.raises(ValueError):
+        param_grid(0)
