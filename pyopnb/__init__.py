@@ -20,8 +20,8 @@ if _find_spec("pyopnb._ksum") is None:
         f"--inplace`) in the repository's root, or run Python from another folder to use the installed pyopnb.")
 
 from .cv import OPNB_CV_lam, opnb_journal_cv  # noqa: E402
-from .display import OPNBDisplay, ProjectionRangeWarning  # noqa: E402
-from .exceptions import CollapseWarning, RDefectWarning, RLabelsWarning  # noqa: E402
+from .display import OPNBDisplay  # noqa: E402
+from .exceptions import CollapseWarning, ProjectionRangeWarning, RDefectWarning, RLabelsWarning  # noqa: E402
 from .fitting import OPNB, opnb_journal  # noqa: E402
 from .ksum import fk_sum, kernel_integral  # noqa: E402
 from .model import OPNBModel, predict  # noqa: E402

@@ -14,7 +14,6 @@ shows at each point, for checking it against ``predict``.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -23,24 +22,9 @@ from ._core.linalg import c_log_array
 from ._validation import check_X, label_text
 from .model import OPNBModel, check_model, predict, projection
 from .naive_bayes import class_log_densities
-from .plot import _REGION_GRID, _legend, _check_labels, class_styles
+from .plot import _REGION_GRID, FAR_ESTIMATOR, FAR_MODEL, _check_labels, _legend, _warn_far, class_styles
 
-__all__ = ["OPNBDisplay", "ProjectionRangeWarning"]
-
-# how far outside the training projections a shown point may lie, in widths of their range, before the data look
-# unlike the training data (unscaled, or not through the pipeline's steps)
-_FAR = 0.5
-# the share of shown points lying that far out that warns
-_FAR_SHARE = 0.1
-
-
-class ProjectionRangeWarning(UserWarning):
-    """The points given to a Display project far outside the training
-    projections: X is likely not on the model's scale (raw data given to a
-    model fitted after a pipeline's steps)."""
-
-    __module__ = "pyopnb"
-
+__all__ = ["OPNBDisplay"]
 
 class OPNBDisplay:
     """A fitted OPNB classifier on two columns of its projection.
@@ -169,7 +153,7 @@ class OPNBDisplay:
         """Draw an :class:`OPNBModel` (pyopnb's or R's) on X, given on the
         model's own scale (the columns it was fitted on). Points that
         project far outside the training projections warn
-        (:class:`ProjectionRangeWarning`).
+        (:class:`pyopnb.ProjectionRangeWarning`).
 
         Parameters
         ----------
@@ -215,7 +199,7 @@ class OPNBDisplay:
             response = "regions" if ndim == 2 else "predict"
         Zall = projection(Xm, model.mu, model.V)
         Ztr = projection(model.X, model.mu, model.V)
-        _warn_far(Zall[:, cols], Ztr[:, cols], cols, estimator)
+        _warn_far(Zall[:, cols], Ztr[:, cols], cols, FAR_MODEL if estimator == "model" else FAR_ESTIMATOR, 3)
         predicted = np.argmax(predict(model, Xm, log=True)["log_posterior"], axis=1)
         Z = Zall[:, cols]
         regions = extent = None
@@ -303,18 +287,3 @@ def _plane_log_joint(model: OPNBModel, Ztr: np.ndarray, cols: Sequence[int], cen
         out = out + class_log_densities(Ztr[:, other], model.y0, model.nc, model.h[:, other],
                                         centre[None, other], True)
     return out
-
-
-def _warn_far(Z: np.ndarray, Ztr: np.ndarray, cols: Sequence[int], estimator: str) -> None:
-    """Warn where many shown points project far outside the training projections."""
-    lo, hi = Ztr.min(axis=0), Ztr.max(axis=0)
-    width = hi - lo
-    far = ((Z < lo - _FAR * width) | (Z > hi + _FAR * width)).any(axis=1)
-    if far.mean() > _FAR_SHARE:
-        span = ", ".join(f"column {c + 1}: [{Z[:, i].min():.3g}, {Z[:, i].max():.3g}] against [{lo[i]:.3g}, "
-                         f"{hi[i]:.3g}]" for i, c in enumerate(cols))
-        hint = ("give X as the model was fitted on it (a pipeline's model: draw the pipeline with "
-                "from_estimator, which transforms X through its steps)" if estimator == "model"
-                else "is X the data the estimator takes?")
-        warnings.warn(f"{far.mean():.0%} of the points project far outside the training data's projections "
-                      f"({span}): {hint}", ProjectionRangeWarning, stacklevel=4)

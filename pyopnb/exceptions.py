@@ -13,7 +13,7 @@ import warnings
 from functools import lru_cache
 from typing import Any, Callable, List, Tuple
 
-__all__ = ["CollapseWarning", "ConvergenceWarning", "RDefectWarning", "RLabelsWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
+__all__ = ["CollapseWarning", "ConvergenceWarning", "ProjectionRangeWarning", "RDefectWarning", "RLabelsWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
 
 
 class RLabelsWarning(UserWarning):
@@ -36,6 +36,14 @@ class CollapseWarning(UserWarning):
     """A fit whose posteriors are the class priors on every training point
     looked at: the model predicts the most frequent class everywhere
     (with R's formulation, lam dominates the likelihood)."""
+
+    __module__ = "pyopnb"
+
+
+class ProjectionRangeWarning(UserWarning):
+    """The points given to a Display project far outside the training
+    projections: X is likely not on the model's scale (raw data given to a
+    model fitted after a pipeline's steps)."""
 
     __module__ = "pyopnb"
 

@@ -99,12 +99,16 @@ def test_display_draws_what_predict_gives(digits, ndim):
         assert planes.ax_.get_title().startswith("regions of predict on the plane through the points' mean in the "
                                                  f"other {ndim - 2} columns")
     # the model of a pipeline given raw, unscaled data: far outside its projections, and said
-    with pytest.warns(ProjectionRangeWarning, match="project far outside the training data's projections"):
+    with pytest.warns(ProjectionRangeWarning, match="project far outside the training data's projections") as rec:
         OPNBDisplay.from_model(pipe[-1].model_, Xte)
+    with pytest.warns(ProjectionRangeWarning, match="OPNBDisplay.from_estimator") as rec2:
+        pyopnb.plot(pipe[-1].model_, Xte)
+    assert rec[0].filename == rec2[0].filename == __file__  # said at the caller's line
     scaled = pipe[0].transform(Xte)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProjectionRangeWarning)
         from_model = OPNBDisplay.from_model(pipe[-1].model_, scaled, yte)
+        pyopnb.plot(pipe[-1].model_, scaled)
     np.testing.assert_array_equal(from_model.predicted, disp.predicted)
 
 
@@ -146,3 +150,16 @@ def test_param_grid_searches_both_formulations_as_the_study_does():
     assert search.best_score_ > 0.9
     with pytest.raises(ValueError):
         param_grid(0)
+
+
+def test_the_command_line_says_a_collapse_in_its_flags(tmp_path, pima):
+    import subprocess
+    import sys
+
+    pd.DataFrame(pima.X_train, columns=list(pima.feature_names)).assign(type=pima.y_train).to_csv(
+        tmp_path / "train.csv", index=False)
+    r = subprocess.run([sys.executable, "-m", "pyopnb.cli", "fit", "train.csv", "--target", "type", "--lam", "100",
+                        "--out", "m.json"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "pyopnb: warning: every posterior is the class prior" in r.stderr
+    assert "--lam = 100 dominates the likelihood" in r.stderr and "Give a smaller --lam" in r.stderr
