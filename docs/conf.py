@@ -4,6 +4,8 @@ The API reference is generated from the numpydoc docstrings (autosummary),
 the Markdown pages are read by myst-parser, and the gallery's examples in
 ``examples/`` run at every build (sphinx-gallery), each with its figures.
 """
+import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import matplotlib
@@ -11,7 +13,11 @@ import matplotlib
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[1]
 
-# the installed pyopnb (a wheel, or `pip install -e .`): its compiled core is built
+# the installed pyopnb (a wheel, or `pip install -e .`): its compiled core is built. `python -m sphinx` run
+# in the repository's root puts the root first on sys.path, where the source folder, not built in place,
+# would hide the installed package (pip install ".[docs]" builds it elsewhere)
+if not any((ROOT / "pyopnb" / f"_ksum{suffix}").exists() for suffix in EXTENSION_SUFFIXES):
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
 import pyopnb  # noqa: E402
 
 project = "pyopnb"

@@ -21,7 +21,9 @@ Xtr, Xte, ytr, yte = train_test_split(X, y, stratify=y, random_state=0)
 # %%
 # Tune the penalty and the number of columns
 # ------------------------------------------
-pipe = make_pipeline(StandardScaler(), OPNBClassifier())
+# set_output before fitting: the classifier then learns the scaler's column
+# names, and later outputs keep them
+pipe = make_pipeline(StandardScaler(), OPNBClassifier()).set_output(transform="pandas")
 grid = {"opnbclassifier__lam": [1e-3, 1e-2, 1e-1], "opnbclassifier__ndim": [1, 2, 3]}
 search = GridSearchCV(pipe, grid, cv=3).fit(Xtr, ytr)
 print("best", search.best_params_, "test accuracy", search.score(Xte, yte))
@@ -44,7 +46,19 @@ fig.tight_layout()
 # The projection as a transformer
 # -------------------------------
 # ``transform`` gives ``(X - mu) @ V`` after the scaler; with
-# ``set_output(transform="pandas")`` the columns are named.
-best = search.best_estimator_.set_output(transform="pandas")
-Z = best.transform(Xte)
+# ``set_output(transform="pandas")``, set before the fit, the columns are
+# named.
+Z = search.best_estimator_.transform(Xte)
 print(Z.head())
+
+# %%
+# The classifier on its projection
+# --------------------------------
+# ``OPNBDisplay.from_estimator`` takes the pipeline and the raw data: the
+# scaler transforms them first. A model of more than two columns decides
+# with columns the plane does not show, so its points are coloured by the
+# class ``predict`` gives them (the title says so).
+from pyopnb import OPNBDisplay  # noqa: E402
+
+three = make_pipeline(StandardScaler(), OPNBClassifier(ndim=3)).fit(Xtr, ytr)
+disp = OPNBDisplay.from_estimator(three, Xte, yte)

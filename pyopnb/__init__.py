@@ -20,7 +20,8 @@ if _find_spec("pyopnb._ksum") is None:
         f"--inplace`) in the repository's root, or run Python from another folder to use the installed pyopnb.")
 
 from .cv import OPNB_CV_lam, opnb_journal_cv  # noqa: E402
-from .exceptions import RDefectWarning, RLabelsWarning  # noqa: E402
+from .display import OPNBDisplay  # noqa: E402
+from .exceptions import CollapseWarning, ProjectionRangeWarning, RDefectWarning, RLabelsWarning  # noqa: E402
 from .fitting import OPNB, opnb_journal  # noqa: E402
 from .ksum import fk_sum, kernel_integral  # noqa: E402
 from .model import OPNBModel, predict  # noqa: E402
@@ -31,9 +32,10 @@ from .plot import plot  # noqa: E402
 from .rio import read_json, read_model, read_rds, write_json, write_model, write_rds  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["OPNB", "OPNBModel", "OPNB_CV_lam", "OPNBClassifier", "ConvergenceWarning", "RDefectWarning",
-           "RLabelsWarning", "opnb_journal", "opnb_journal_cv", "fk_sum", "kernel_integral", "plot", "predict",
-           "read_json", "read_model", "read_rds", "write_json", "write_model", "write_rds", "__version__"]
+__all__ = ["OPNB", "OPNBModel", "OPNB_CV_lam", "OPNBClassifier", "OPNBDisplay", "CollapseWarning",
+           "ConvergenceWarning", "ProjectionRangeWarning", "RDefectWarning", "RLabelsWarning", "opnb_journal",
+           "opnb_journal_cv", "fk_sum", "kernel_integral", "plot", "predict", "read_json", "read_model", "read_rds",
+           "write_json", "write_model", "write_rds", "__version__"]
 
 
 def __getattr__(name: str):

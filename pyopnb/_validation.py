@@ -329,46 +329,57 @@ def align_columns(X: np.ndarray, names: Optional[Sequence[str]], expected: Optio
     return np.ascontiguousarray(out)
 
 
-def _as_named(X: Any, name: str, expected: Optional[Sequence[str]] = None) -> Any:
+def _as_named(X: Any, name: str, expected: Optional[Sequence[str]] = None,
+              labels: Optional[Sequence[Any]] = None) -> Tuple[Any, Optional[Tuple[Any, ...]]]:
     """A dataframe of any library as a pandas one of float columns (what
     scikit-learn's bookkeeping of feature names reads), its columns put in
-    the ``expected`` order by name when given; anything else as it is. Names
-    that are not all strings stay unrecorded, as scikit-learn has them."""
+    the ``expected`` order by name when given; anything else as it is. With
+    it, the frame's column labels where they are not all strings (integer
+    column names): scikit-learn records no such names, so they are matched
+    here, to the training ``labels`` when given, through their text. A frame
+    whose labels are not the training ones is an error, never read by
+    position."""
     framed = frame_matrix(X, name)
     if framed is None:
-        return X
+        return X, None
     import pandas as pd
 
     M, names = framed
+    if labels is not None:
+        return M[:, feature_order(names, labels, name)], tuple(names)
     if not all(isinstance(c, str) for c in names):
-        return M
+        return M, tuple(names)
     if expected is not None:
         M = M[:, feature_order(names, expected, name)]
         names = tuple(expected)
-    return pd.DataFrame(M, columns=list(names), copy=False)
+    return pd.DataFrame(M, columns=list(names), copy=False), None
 
 
 def estimator_data(estimator: Any, X: Any) -> np.ndarray:
     """Test data for a fitted estimator, one way for every estimator: a
     dataframe of any library matched to the training columns by name, in
-    any order (an error names what is missing or extra), an array by
-    position; float64, checked by scikit-learn's validation."""
+    any order (an error names what is missing or extra), integer column
+    names too; an array by position; float64, checked by scikit-learn's
+    validation."""
     from sklearn.utils.validation import check_is_fitted, validate_data
 
     check_is_fitted(estimator)
-    return validate_data(estimator, _as_named(X, "X", getattr(estimator, "feature_names_in_", None)),
-                         dtype=np.float64, reset=False)
+    data, _ = _as_named(X, "X", getattr(estimator, "feature_names_in_", None),
+                        getattr(estimator, "_column_labels", None))
+    return validate_data(estimator, data, dtype=np.float64, reset=False)
 
 
 def fit_data(estimator: Any, X: Any, y: Any) -> Tuple[np.ndarray, np.ndarray]:
     """A scikit-learn classifier's fit input: X as float64 (checked, n_features_in_
     and feature_names_in_ set from a dataframe of any library, whose column
-    names must be unique), ``classes_`` set, and y as codes 0..K-1 in
+    names must be unique; ``_column_labels`` its labels where they are not
+    all strings, for test frames to be matched to), ``classes_`` set, and y as codes 0..K-1 in
     ``classes_`` order; at least two classes."""
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import validate_data
 
-    X, y = validate_data(estimator, _as_named(X, "X"), y, dtype=np.float64, ensure_min_samples=2)
+    data, estimator._column_labels = _as_named(X, "X")
+    X, y = validate_data(estimator, data, y, dtype=np.float64, ensure_min_samples=2)
     check_classification_targets(y)
     estimator.classes_, codes = np.unique(y, return_inverse=True)
     if estimator.classes_.size < 2:

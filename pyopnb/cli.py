@@ -217,12 +217,13 @@ def _check_out(path: str, suffixes: Sequence[str], what: str, option: str = "--o
 
 
 # the command line's names of the settings a fit's notes suggest
-_CLI_WORDS = {"lam": "--lam", "nbin": "--nbin", "exact": "--exact", "gamma": "--gamma", "V0": None, "maxit": "--maxit"}
+_CLI_WORDS = {"lam": "--lam", "nbin": "--nbin", "exact": "--exact", "gamma": "--gamma", "V0": None, "maxit": "--maxit",
+              "ndim": "--ndim"}
 
 
 def cmd_fit(args) -> None:
     from .exceptions import fit_quietly
-    from .fitting import KEPT_START, R_WOULD_STOP
+    from .fitting import COLLAPSED, KEPT_START, R_WOULD_STOP
     from .fitting import fit
     from .formulation import formulation
     from .rio import write_model
@@ -255,7 +256,9 @@ def cmd_fit(args) -> None:
     # where R's own fit would stop: the fit kept its start as R's does (--r-defects), or went on
     r_notes = [n.replace(form.advice(nbin), form.advice(nbin, _CLI_WORDS)).replace("r_defects=True", "--r-defects")
                .replace("a larger lam", "a larger --lam") for n in notes if n.startswith((R_WOULD_STOP, KEPT_START))]
-    for n in r_notes:
+    collapsed = [n.replace(form.collapse_cause(), form.collapse_cause(_CLI_WORDS)) for n in notes
+                 if n.startswith(COLLAPSED)]
+    for n in r_notes + collapsed:
         print(f"pyopnb: warning: {n}", file=sys.stderr)
     note = form.convergence_note(model.convergence, nbin, args.maxit, _CLI_WORDS)
     if note is not None and not any(n.startswith(KEPT_START) for n in r_notes):

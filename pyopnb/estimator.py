@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -13,7 +13,46 @@ from .fitting import fit
 from .formulation import Formulation, corrected, formulation
 from .model import OPNBModel, predict, projection, staged_log_joint
 
-__all__ = ["OPNBClassifier"]
+__all__ = ["OPNBClassifier", "param_grid"]
+
+
+def param_grid(n_features: int, n_classes: int = 2, *, full: bool = False,
+               prefix: str = "") -> List[Dict[str, List[Any]]]:
+    """The grid the study tunes OPNB on, over both formulations, for
+    ``GridSearchCV(OPNBClassifier(), param_grid(p))``.
+
+    R's formulation over ``lam`` (ndim min(p, 20)), and the journal's over
+    ``gamma`` and ``ndim``: the quick profile's grids of
+    :mod:`pyopnb.study` (``full=True``: the papers' grids, 10 lams and
+    every ndim up to 20, about five times the fits). Tuned so, both
+    formulations beat the untuned defaults and SVM on the study's PMLB sets
+    (docs: "Choosing the formulation and lam").
+
+    Parameters
+    ----------
+    n_features : int
+        The number of columns the classifier gets (after a pipeline's steps).
+    n_classes : int, default 2
+        The number of classes (the grids do not depend on it today).
+    full : bool, default False
+        The papers' grids instead of the quick profile's.
+    prefix : str, default ""
+        Put before each name: ``"opnbclassifier__"`` for a pipeline's step.
+
+    Returns
+    -------
+    list of dict
+        GridSearchCV's ``param_grid``: one dict per formulation.
+    """
+    from .study.methods import METHODS
+
+    p = check_ndim(n_features, n_features, "n_features")
+    out = []
+    for name, formulation_name in (("OPNB", "R"), ("OPNB-journal", "journal")):
+        method = METHODS[name]
+        grid = (method.grid if full else method.quick)(p, n_classes)
+        out.append({prefix + "formulation": [formulation_name], **{prefix + k: list(v) for k, v in grid.items()}})
+    return out
 
 
 class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -24,7 +63,8 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     returns the projections ``(X - mu) @ V``, named ``opnbclassifier0``, ...
     by ``get_feature_names_out`` (so ``set_output(transform="pandas")``
     works). A DataFrame given to predict or transform is matched to the
-    training columns by name, in any order. ``fit`` takes no
+    training columns by name, in any order, integer names too (fitted on an
+    array, X is read by position, as in scikit-learn). ``fit`` takes no
     ``sample_weight``: OPNB's kernel sums and priors are unweighted, and
     ignoring weights would be a silent wrong answer.
 
@@ -139,7 +179,9 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         X : array-like or DataFrame of shape (n, n_features)
             Training data; a DataFrame's column names are kept.
         y : array-like of shape (n,)
-            Labels of any kind; a pandas Categorical keeps its order.
+            Labels of any kind. ``classes_`` are the distinct labels sorted,
+            as in scikit-learn's classifiers: a pandas Categorical's level
+            order is not kept (:func:`pyopnb.OPNB` keeps it, as R's factor).
 
         Returns
         -------
@@ -213,6 +255,26 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         """
         logp = self._predict(X)["log_posterior"]
         return self.classes_[np.argmax(logp, axis=1)]
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Confidence scores, as scikit-learn's classifiers give them: the
+        log posteriors, or for two classes the log posterior odds of
+        ``classes_[1]`` (positive where it is predicted). ``predict`` is
+        their argmax (for two classes, ``classes_[1]`` where the score is
+        positive), so stacking on them sees what the classifier decides.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (m, n_features)
+            New data; a DataFrame is matched to the training columns by name.
+
+        Returns
+        -------
+        ndarray of shape (m,) for two classes, else (m, n_classes)
+            Columns in ``classes_`` order.
+        """
+        logp = self._predict(X)["log_posterior"]
+        return logp[:, 1] - logp[:, 0] if self.classes_.size == 2 else logp
 
     def staged_predict(self, X: Any) -> Iterator[np.ndarray]:
         """The classes predicted with the first m columns of the projection, m = 1, ..., ndim.

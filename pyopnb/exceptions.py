@@ -13,7 +13,7 @@ import warnings
 from functools import lru_cache
 from typing import Any, Callable, List, Tuple
 
-__all__ = ["ConvergenceWarning", "RDefectWarning", "RLabelsWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
+__all__ = ["CollapseWarning", "ConvergenceWarning", "ProjectionRangeWarning", "RDefectWarning", "RLabelsWarning", "fit_quietly"]  # noqa: F822 (made by __getattr__, on first use)
 
 
 class RLabelsWarning(UserWarning):
@@ -32,6 +32,22 @@ class RDefectWarning(UserWarning):
     __module__ = "pyopnb"
 
 
+class CollapseWarning(UserWarning):
+    """A fit whose posteriors are the class priors on every training point
+    looked at: the model predicts the most frequent class everywhere
+    (with R's formulation, lam dominates the likelihood)."""
+
+    __module__ = "pyopnb"
+
+
+class ProjectionRangeWarning(UserWarning):
+    """The points given to a Display project far outside the training
+    projections: X is likely not on the model's scale (raw data given to a
+    model fitted after a pipeline's steps)."""
+
+    __module__ = "pyopnb"
+
+
 @lru_cache(maxsize=None)
 def convergence_warning() -> type:
     """The ConvergenceWarning class (made once)."""
@@ -45,7 +61,9 @@ def convergence_warning() -> type:
         not the derivative of its binned value) and does not warn. The
         model's ``convergence`` keeps the code either way."""
 
+    # pickle finds a class by its module and name: pyopnb.ConvergenceWarning is this class, made on first use
     ConvergenceWarning.__module__ = "pyopnb"
+    ConvergenceWarning.__qualname__ = "ConvergenceWarning"
     return ConvergenceWarning
 
 
@@ -57,10 +75,11 @@ def fit_quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Tuple[Any,
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always", convergence_warning())
         warnings.simplefilter("always", RDefectWarning)
+        warnings.simplefilter("always", CollapseWarning)
         result = fn(*args, **kwargs)
     notes = []
     for w in rec:
-        if issubclass(w.category, (convergence_warning(), RDefectWarning)):
+        if issubclass(w.category, (convergence_warning(), RDefectWarning, CollapseWarning)):
             notes.append(str(w.message).split(": ", 1)[-1])
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

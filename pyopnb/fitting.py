@@ -20,10 +20,10 @@ import numpy as np
 from . import _threads, exceptions
 from ._core import colstats, lbfgsb as _lbfgsb, linalg as _linalg
 from ._validation import as_nbin, check_aligned, check_maxit, check_ndim, check_X, column_names, label_text
-from .exceptions import RDefectWarning
+from .exceptions import CollapseWarning, RDefectWarning
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
 from .labels import factor_levels
-from .model import OPNBModel
+from .model import OPNBModel, predict
 from .r_failures import R_UNDERFLOW, RFailure
 
 __all__ = ["OPNB", "opnb_journal", "fit"]
@@ -345,14 +345,39 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     Vn = Vopt / norms
     if st.prescale is not None:
         Vn = _linalg.matmul(st.prescale, Vn, thr)
-    return OPNBModel(V=Vn * st.scales[:, None], X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
-                     scales=st.scales, ynames=levels, lam=st.lam, fval=float(fval), feature_names=names,
-                     convergence=convergence, unused_levels=unused)
+    model = OPNBModel(V=Vn * st.scales[:, None], X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
+                      scales=st.scales, ynames=levels, lam=st.lam, fval=float(fval), feature_names=names,
+                      convergence=convergence, unused_levels=unused)
+    _check_collapse(model, form, thr, caller)
+    return model
 
 
-# how the notes of a fit that left R's path begin, for the command line to tell them from other notes
+# training rows a fit's posteriors are looked at on, evenly spaced: enough to see a class told apart anywhere,
+# few enough to cost a fraction of one evaluation
+_COLLAPSE_ROWS = 1000
+# how near every posterior is to the priors in a collapsed fit (a fit that tells classes apart anywhere moves them by
+# far more, kernel sums on noise included)
+_COLLAPSE_TOL = 1e-3
+
+
+def _check_collapse(model: OPNBModel, form: Formulation, threads: int, caller: str) -> None:
+    """Warn where the fitted posteriors are the priors on the training rows:
+    the model then predicts the most frequent class everywhere, and its
+    optimiser's outcome says nothing of it (it converged, to V near zero)."""
+    n = model.X.shape[0]
+    rows = np.unique(np.linspace(0, n - 1, min(n, _COLLAPSE_ROWS)).astype(np.intp))
+    post = predict(model, model.X[rows], log=True, threads=threads)["posterior"]
+    gap = float(np.max(np.abs(post - model.PI)))
+    if gap < _COLLAPSE_TOL:
+        warnings.warn(f"{caller}: {COLLAPSED} (by at most {gap:.2g} on {rows.size} training rows): the model predicts "
+                      f"class {label_text(model.ynames[int(np.argmax(model.PI))])} everywhere. "
+                      f"{form.collapse_cause()}.", CollapseWarning, stacklevel=4)
+
+
+# how the notes of a fit that left R's path, or collapsed, begin, for the command line to tell them from other notes
 R_WOULD_STOP = "R's OPNB 1.0 would not end here"
 KEPT_START = "the optimisation failed"
+COLLAPSED = "every posterior is the class prior"
 
 
 def _warn_r_failure(obj: _Objective, levels: np.ndarray, caller: str) -> None:

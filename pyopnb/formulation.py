@@ -272,7 +272,7 @@ class Formulation:
         warning; None where it is the formulation's normal outcome. ``words``
         names the settings as the caller knows them (PYTHON_WORDS, or the
         command line's flags)."""
-        words = PYTHON_WORDS if words is None else words
+        words = _words(words)
         if code == 0:
             return None
         if code == 1:
@@ -283,10 +283,16 @@ class Formulation:
 
     def advice(self, nbin: Optional[int], words: Optional[Dict[str, Optional[str]]] = None) -> str:
         """What to try when the optimiser did not end well, in the caller's words."""
-        return _suggest(self._remedies(nbin), PYTHON_WORDS if words is None else words)
+        return _suggest(self._remedies(nbin), _words(words))
 
     def _remedies(self, nbin: Optional[int]) -> List[str]:
         return ([] if nbin is None else ["nbin", "exact"]) + ["V0"]
+
+    def collapse_cause(self, words: Optional[Dict[str, Optional[str]]] = None) -> str:
+        """Why a fit's posteriors may all be the priors, and what to change
+        in the caller's words (as :meth:`advice`), for the warning that says
+        so."""
+        return "the projection separates no class here. Try " + _suggest(["V0", "ndim"], _words(words))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in fields(self))})"
@@ -294,9 +300,13 @@ class Formulation:
 
 # how a setting is named in a remedy: Python's arguments (the command line has its own flags)
 PYTHON_WORDS: Dict[str, Optional[str]] = {"lam": "lam", "nbin": "nbin", "exact": "nbin=None", "gamma": "gamma",
-                                          "V0": "V0", "maxit": "maxit"}
+                                          "V0": "V0", "maxit": "maxit", "ndim": "ndim"}
 _REMEDY = {"lam": "a larger {}", "nbin": "more bins ({})", "exact": "exact sums ({})", "gamma": "another {}",
-           "V0": "another start {}"}
+           "V0": "another start {}", "ndim": "more columns ({})"}
+
+
+def _words(words: Optional[Dict[str, Optional[str]]]) -> Dict[str, Optional[str]]:
+    return PYTHON_WORDS if words is None else words
 
 
 def _suggest(keys: List[str], words: Dict[str, Optional[str]]) -> str:
@@ -352,6 +362,12 @@ class PenalisedFormulation(Formulation):
 
     def _remedies(self, nbin: Optional[int]) -> List[str]:
         return ["lam"] + super()._remedies(nbin)
+
+    def collapse_cause(self, words: Optional[Dict[str, Optional[str]]] = None) -> str:
+        lam = _words(words)["lam"]
+        return (f"{lam} = {self.lam:g} dominates the likelihood: the penalty lam * ||V||^2 shrinks V until the "
+                f"projected points of every class lie within a bandwidth of each other. Give a smaller {lam} "
+                f"(OPNB_CV_lam chooses one by cross-validation)")
 
 
 @dataclass(repr=False)
@@ -492,6 +508,11 @@ class JournalFormulation(Formulation):
 
     def _remedies(self, nbin: Optional[int]) -> List[str]:
         return ([] if nbin is None else ["nbin", "exact"]) + ["gamma", "V0"]
+
+    def collapse_cause(self, words: Optional[Dict[str, Optional[str]]] = None) -> str:
+        w = _words(words)
+        return (f"the projection separates no class at {w['gamma']} = {self.gamma:g}. Try a smaller {w['gamma']}, "
+                + _suggest(["V0", "ndim"], w))
 
 
 FORMULATIONS: Dict[str, type] = {f.name: f for f in (RFormulation, CorrectFormulation, JournalFormulation)}

@@ -148,13 +148,13 @@ def _r_number_classes(levels: np.ndarray, codes: np.ndarray) -> Tuple[np.ndarray
                       count=len(text)).cumsum()
     if new.size == 0 or new[-1] == levels.size - 1:
         return levels, codes
-    merged = [(text[i], [levels[j].item() for j in range(levels.size) if new[j] == new[i]])
-              for i in range(levels.size) if (i == 0 or new[i] != new[i - 1]) and np.count_nonzero(new == new[i]) > 1]
+    first = np.flatnonzero(np.r_[True, new[1:] != new[:-1]])
+    sizes = np.diff(np.r_[first, levels.size])
+    merged = [(text[f], levels[f:f + s].tolist()) for f, s in zip(first.tolist(), sizes.tolist()) if s > 1]
     say = "; ".join(f"{', '.join(repr(v) for v in values)} as {t!r}" for t, values in merged[:3])
     warnings.warn(f"y: {len(merged)} group(s) of distinct numbers are one class each, as R's as.factor makes them "
                   f"(it reads numbers through 15 significant digits): {say}. Round y, or pass it as text, to say "
                   f"which classes you mean", RLabelsWarning, stacklevel=3)
-    first = np.flatnonzero(np.r_[True, new[1:] != new[:-1]])
     return levels[first], new[codes]
 
 

@@ -207,8 +207,11 @@ def check_model(model: Any) -> OPNBModel:
         return inner
     if type(model).__name__ == "OPNBClassifier":
         raise ValueError("this OPNBClassifier is not fitted yet: call fit first")
+    pipeline = type(model).__name__ == "Pipeline"
     raise ValueError(f"model must be an OPNBModel (from OPNB() or pyopnb.read_rds) or a fitted OPNBClassifier, "
-                     f"got {type(model).__name__}")
+                     f"got {type(model).__name__}"
+                     + (": to draw a pipeline on the data it takes, use pyopnb.display.OPNBDisplay.from_estimator"
+                        if pipeline else ""))
 
 
 def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool = False,

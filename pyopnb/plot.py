@@ -1,12 +1,14 @@
 """R's ``plot.OPNB``: training projections, decision boundaries and test points."""
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ._core.linalg import c_log_array
 from ._validation import check_X, label_text
+from .exceptions import ProjectionRangeWarning
 from .model import OPNBModel, check_model, projection
 from .naive_bayes import class_log_densities
 
@@ -22,6 +24,11 @@ _CURVE = 400  # points along the axis of a one-column model's densities
 _MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*", "<", ">", "p", "h")
 # a legend of more entries than this goes beside the axes, not over the data
 _LEGEND_INSIDE = 10
+# how far outside the training projections a shown point may lie, in widths of their range, before the data look
+# unlike the training data (unscaled, or not through the pipeline's steps)
+_FAR = 0.5
+# the share of shown points lying that far out that warns
+_FAR_SHARE = 0.1
 
 
 def class_styles(K: int) -> List[Tuple[Tuple[float, ...], str]]:
@@ -154,6 +161,8 @@ def plot(
         _, ax = plt.subplots(figsize=(6.5 + (1.6 * np.ceil(K / 25) if K > _LEGEND_INSIDE else 0), 5.5),
                              layout="constrained")
     ptr = projection(model.X, model.mu, model.V[:, cols])
+    if pte is not None:
+        _warn_far(pte, ptr, cols, FAR_MODEL, 2)
     styles = class_styles(model.nc)
     if ndim == 1:
         return _plot_line(model, ptr, pte, codes, styles, plot_train, ax)
@@ -239,3 +248,22 @@ def _plot_line(model, ptr, pte, codes, styles, plot_train, ax):
     ax.set_ylabel("prior x class density")
     _legend(ax, K, model.target or "class")
     return ax
+
+
+# what to do about data far from the training projections: a model's, and an estimator's
+FAR_MODEL = ("give the data as the model was fitted on them (a pipeline's model: draw the pipeline with "
+             "pyopnb.OPNBDisplay.from_estimator, which transforms X through its steps)")
+FAR_ESTIMATOR = "are these the data the estimator takes?"
+
+
+def _warn_far(Z: np.ndarray, Ztr: np.ndarray, cols: Sequence[int], hint: str, stacklevel: int) -> None:
+    """Warn where many shown points project far outside the training
+    projections (``stacklevel`` counted from the caller's caller's line)."""
+    lo, hi = Ztr.min(axis=0), Ztr.max(axis=0)
+    width = hi - lo
+    far = ((Z < lo - _FAR * width) | (Z > hi + _FAR * width)).any(axis=1)
+    if far.mean() > _FAR_SHARE:
+        span = ", ".join(f"column {c + 1}: [{Z[:, i].min():.3g}, {Z[:, i].max():.3g}] against [{lo[i]:.3g}, "
+                         f"{hi[i]:.3g}]" for i, c in enumerate(cols))
+        warnings.warn(f"{far.mean():.0%} of the points project far outside the training data's projections "
+                      f"({span}): {hint}", ProjectionRangeWarning, stacklevel=stacklevel + 1)
