@@ -8,7 +8,11 @@ Every parallel region of the core runs on the count :func:`resolve` returns:
 3. else OpenMP's own setting, ``omp_get_max_threads()`` of the OpenMP runtime
    the core is linked with: ``OMP_NUM_THREADS`` where set, a limit set with
    threadpoolctl (``threadpool_limits(k, user_api="openmp")``) or by joblib's
-   workers, else the cores this process may use.
+   workers, else the cores this process may use; and, where the entry point
+   says how much work it has, no more threads than that work keeps busy
+   (one per :data:`WORK_PER_THREAD`): a small fit runs on one thread, where
+   more would only start and wait, and on a busy machine wait for the
+   slowest core.
 
 A count above the cores this process may use (:func:`available_cores`) is
 capped at those cores, with a warning the first time: threads beyond the
@@ -25,7 +29,7 @@ import sys
 import warnings
 from typing import Any, Optional
 
-__all__ = ["available_cores", "resolve", "ThreadCountWarning"]
+__all__ = ["available_cores", "resolve", "work", "ThreadCountWarning", "WORK_PER_THREAD"]
 
 
 def available_cores() -> int:
@@ -76,12 +80,25 @@ def _positive(value: Any, what: str) -> int:
     return available_cores() if as_int == -1 else _capped(as_int, f"{what}={value!r}")
 
 
-def resolve(threads: Optional[int] = None) -> int:
+# the work one more thread needs to pay for itself, in the units of work(): measured on the whole fits of
+# benchmarks/bench_default_threads.py (docs/benchmarks.md)
+WORK_PER_THREAD = 200_000
+
+
+def work(n: int, d: int, ndim: int, K: int) -> int:
+    """One evaluation's work, in units of WORK_PER_THREAD: the projection
+    and t(X) dZ (n d ndim) and the class passes (n ndim K)."""
+    return int(n) * int(ndim) * (int(d) + int(K))
+
+
+def resolve(threads: Optional[int] = None, work: Optional[int] = None) -> int:
     """The thread count for the core: ``threads``, else
     ``PYOPNB_NUM_THREADS``, else OpenMP's setting (``OMP_NUM_THREADS``,
-    threadpoolctl), else the cores; at most the usable cores. Each public
-    entry point resolves its count once and passes it down to everything
-    it calls."""
+    threadpoolctl), else the cores; at most the usable cores. The last two,
+    the defaults, give no more threads than ``work`` (see :func:`work`)
+    keeps busy, where the caller gives it; a count asked for is kept. Each
+    public entry point resolves its count once and passes it down to
+    everything it calls."""
     if threads is not None:
         return _positive(threads, "threads")
     env = os.environ.get("PYOPNB_NUM_THREADS", "").strip()
@@ -90,4 +107,7 @@ def resolve(threads: Optional[int] = None) -> int:
     from . import _ksum
 
     count = max(1, int(_ksum.omp_max_threads()))
-    return _capped(count, f"OpenMP's thread count, {count} (OMP_NUM_THREADS or a threadpoolctl limit),")
+    count = _capped(count, f"OpenMP's thread count, {count} (OMP_NUM_THREADS or a threadpoolctl limit),")
+    if work is not None:
+        count = max(1, min(count, -(-int(work) // WORK_PER_THREAD)))
+    return count

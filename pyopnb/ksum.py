@@ -128,7 +128,7 @@ def fk_sum(
     b = _as_beta(beta)
     ev = xv if x_eval is None else as_float_vector(x_eval, "x_eval", allow_empty=True)
     nbin = as_nbin(nbin)
-    thr = _threads.resolve(threads)
+    thr = _threads.resolve(threads, _threads.work(xv.size + ev.size, 0, 1, 1))
 
     want_S, want_D = type != "dksum", type != "ksum"
     if nbin is None:

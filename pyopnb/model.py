@@ -253,17 +253,25 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
     >>> sorted(out)
     ['class', 'log_posterior', 'posterior']
     """
-    return _predict(check_model(model), Xte, ndim, log, _threads.resolve(threads))
+    return _predict(check_model(model), Xte, ndim, log, threads)
+
+
+def _predict_work(model: OPNBModel, Xa: np.ndarray) -> int:
+    """A prediction's work (:func:`pyopnb._threads.work`): the training and the new rows, projected and summed."""
+    d, ndim = model.V.shape
+    return _threads.work(model.X.shape[0] + Xa.shape[0], d, ndim, model.nc)
 
 
 # the remedy predict's underflow warning names (the command line says it in its own words)
 LOG_SPACE_ADVICE = "predict(..., log=True) computes in log space and has no such rows"
 
 
-def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool, thr: int) -> Dict[str, np.ndarray]:
+def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool,
+             threads: Optional[int]) -> Dict[str, np.ndarray]:
     d, full = model.V.shape
     nd = full if ndim is None else check_ndim(ndim, full, "the model's columns, ncol(V)")
     Xa = check_X(Xte, "Xte", d, model.feature_names)
+    thr = _threads.resolve(threads, _predict_work(model, Xa))
     V = np.ascontiguousarray(model.V[:, :nd])
     ptr = projection(model.X, model.mu, V, thr)
     pte = projection(Xa, model.mu, V, thr)
@@ -292,8 +300,8 @@ def staged_log_joint(model: OPNBModel, Xte: Any, threads: Optional[int] = None) 
     every ndim. Each is bitwise ``predict(model, Xte, ndim, log=True)``'s,
     for the cost of one predict with every column."""
     model = check_model(model)
-    thr = _threads.resolve(threads)
     Xa = check_X(Xte, "Xte", model.V.shape[0], model.feature_names)
+    thr = _threads.resolve(threads, _predict_work(model, Xa))
     ptr = projection(model.X, model.mu, model.V, thr)
     pte = projection(Xa, model.mu, model.V, thr)
     total = np.zeros((Xa.shape[0], model.nc))

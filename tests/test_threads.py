@@ -58,6 +58,37 @@ def test_environment_then_openmp(monkeypatch):
         assert resolve(4) == 4
 
 
+def test_the_default_count_follows_the_work(monkeypatch):
+    """A small fit runs on one thread by default (more only start and wait,
+    and on a busy machine wait for the slowest core); a count asked for is
+    kept whatever the work."""
+    from threadpoolctl import threadpool_limits
+
+    from pyopnb.formulation import RFormulation
+
+    monkeypatch.delenv("PYOPNB_NUM_THREADS", raising=False)
+    per = _threads.WORK_PER_THREAD
+    seen = []
+    setup = RFormulation.setup
+    monkeypatch.setattr(RFormulation, "setup", lambda self, *a: seen.append(a[6]) or setup(self, *a))
+    rng = np.random.default_rng(0)
+    with threadpool_limits(limits=8, user_api="openmp"):
+        assert resolve(None, 1) == 1
+        assert resolve(None, 3 * per) == 3 and resolve(None, 3 * per + 1) == 4
+        assert resolve(None, 100 * per) == 8 == resolve()
+        assert resolve(2, 1) == 2
+        monkeypatch.setenv("PYOPNB_NUM_THREADS", "2")
+        assert resolve(None, 1) == 2
+        monkeypatch.delenv("PYOPNB_NUM_THREADS")
+        OPNB(rng.normal(size=(40, 3)), np.repeat([0, 1], 20), ndim=2)
+        X = rng.normal(size=(3000, 20))
+        y = rng.integers(0, 3, 3000)
+        OPNB(X, y, ndim=5)
+        OPNB(X, y, ndim=5, threads=1)
+    assert seen == [1, -(-_threads.work(3000, 20, 5, 3) // per), 1]
+    assert seen[1] > 1
+
+
 @pytest.mark.real_cores
 def test_omp_num_threads_is_the_default_in_a_fresh_process():
     env = {k: v for k, v in os.environ.items() if k != "PYOPNB_NUM_THREADS"}
@@ -141,6 +172,21 @@ def test_results_do_not_depend_on_the_thread_count_past_one_block(ndim):
                 f, g = objective_and_gradient(V, X, y, PI, h, nbin=nbin, compat=compat, threads=threads)
                 assert f == ref[0], (nbin, compat, threads)
                 np.testing.assert_array_equal(g, ref[1])
+
+
+def test_journal_fits_do_not_depend_on_the_thread_count_past_one_part():
+    """The journal's interpolated grid and its exact sums at n past the
+    parts threads take as they come free (4096 points) and the blocks of
+    its passes: 1, 2 and 3 threads give the same model, bit for bit."""
+    from pyopnb import opnb_journal
+
+    _, X, y, _ = _problem(11, 20_000, 4, 2, 3)
+    for nbin in (1000, None):
+        ref = opnb_journal(X, y, ndim=2, nbin=nbin, maxit=10, threads=1)
+        for threads in (2, 3):
+            m = opnb_journal(X, y, ndim=2, nbin=nbin, maxit=10, threads=threads)
+            assert m.fval == ref.fval
+            np.testing.assert_array_equal(m.V, ref.V)
 
 
 def test_blocks_agree_with_one_pass():

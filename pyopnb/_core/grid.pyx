@@ -420,7 +420,7 @@ cdef class GridTables:
         cdef double mn, mx
         cdef int[:, ::1] cv = self.cells
         with nogil:
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
@@ -434,13 +434,13 @@ cdef class GridTables:
                 dv[t] = _grid_delta(mn, mx, P.eps, nbin, &lov[t])
             # cells, and each block's grid weights: linear binning (the value)
             # and simple (the gradient), whole class weights 1/(n_k h_k)
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
                 _bin_points(P, &Zt[t, 0], lov[t], dv[t], nbin, i0, i1, &cv[t, 0], &PL[it * TK],
                             &PS[it * TK] if gradient else NULL)
-            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
+            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]
                 sp = self._column_support(t, tid, True)
@@ -558,7 +558,7 @@ cdef class RGridTables(GridTables):
         cdef double* lf
         cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, cell_of, n, colv)
         with nogil:
-            for b in prange(nblk, num_threads=nthr, schedule='static'):
+            for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
@@ -692,7 +692,7 @@ cdef class RGridTables(GridTables):
         cdef Py_ssize_t TK = self.TK
         cdef const Py_ssize_t[:, ::1] bp = _column_pointers(Sl, NULL, TK, cell_of, n, bv)
         with nogil:
-            for b in prange(nblk, num_threads=nthr, schedule='static'):
+            for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
@@ -758,7 +758,7 @@ cdef class RGridTables(GridTables):
         cdef Support sp
         cdef const double* pp = &post[0, 0]
         with nogil:
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
@@ -767,13 +767,13 @@ cdef class RGridTables(GridTables):
                 pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pw, &cell_of[t * n], pp, P.y, i0, i1,
                                             K, P.h, P.shared, &dv[t, 0])
             # the sample-point term: sums of each column's c weights at its grid
-            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
+            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]
                 sp = self._summing_column(t, tid, col, lo[t], delta[t], &PW[t * nblk * TK])
                 _grid_sums(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, &sp, False, False,
                            &Tc[t * cell_decay_len] if sp.sparse else NULL, sp.sparse, inner)
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
@@ -816,7 +816,7 @@ cdef class InterpGridTables(GridTables):
         cdef const int* cell_of = &self.cells[0, 0]
         cdef double total = 0.0
         with nogil:
-            for b in prange(nblk, num_threads=nthr, schedule='static'):
+            for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
@@ -870,7 +870,7 @@ cdef class InterpGridTables(GridTables):
         cdef double[::1] kd = kdelta
         with nogil:
             # evaluation-point terms, and the a_ik binned onto the grid by block
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
@@ -891,7 +891,7 @@ cdef class InterpGridTables(GridTables):
                         _bin_linear(&pa[k], g, K, u, a)
                     dv[t, i] = e
             # per column: c = A / f on the grid, its sums with K and with psi
-            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='static'):
+            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]
                 pa = &PA[t * nblk * TK]
@@ -911,7 +911,7 @@ cdef class InterpGridTables(GridTables):
                         kern = kern + Wb[t * nblk * TK + sp.weighted[j] * K + k] * Psi[t * TK + sp.weighted[j] * K + k]
                 kd[t] = kern / delta[t]
             # sample-point terms, dz = (dl/ds) / delta, and each block's share of the grid's motion
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='static'):
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)

@@ -169,6 +169,15 @@ cdef void _column_sums(const Classes* P, Column* col, const double* z, const dou
                      col.S if want_S else NULL, col.D if want_D else NULL, False, have_T, nthr)
 
 
+# rows a part of a pass over the points holds: parts are taken by threads as they come free, so a thread on a busy
+# core does fewer (the points are independent: any split gives the same bits)
+DEF PART_ROWS = 4096
+
+
+cdef inline Py_ssize_t _parts(Py_ssize_t n) noexcept nogil:
+    return (n + PART_ROWS - 1) // PART_ROWS
+
+
 cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, double* acc,
                            bint fresh, int nthr) noexcept nogil:
     """The wave's columns' densities into each point's running products
@@ -176,7 +185,8 @@ cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, do
     first wave), in column order whatever the waves and threads. Points are
     independent: any split will do. -1: out of memory."""
     cdef Py_ssize_t n = P.n
-    cdef int b, c
+    cdef Py_ssize_t b
+    cdef int c
     # the columns' sums and their rows, as pyopnb_rows_products reads them
     cdef const double** base = <const double**> malloc(w * sizeof(double*))
     cdef const Py_ssize_t** idx = <const Py_ssize_t**> malloc(w * sizeof(Py_ssize_t*))
@@ -189,21 +199,21 @@ cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, do
     if nthr == 1:
         pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, 0, n)
     else:
-        for b in prange(nthr, num_threads=nthr, schedule='static'):
-            pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, b * n // nthr,
-                                 (b + 1) * n // nthr)
+        for b in prange(_parts(n), num_threads=nthr, schedule='dynamic'):
+            pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, b * PART_ROWS,
+                                 min(n, (b + 1) * PART_ROWS))
     free(base); free(idx)
     return 0
 
 
 cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) noexcept nogil:
     """pyopnb_log_products over m entries, in chunks on nthr threads."""
-    cdef Py_ssize_t chunk = max(4096, (m + nthr - 1) // nthr)
-    cdef int b
+    cdef Py_ssize_t chunk = PART_ROWS
+    cdef Py_ssize_t b
     if nthr == 1 or m <= chunk:
         pyopnb_log_products(m, pr, acc)
         return
-    for b in prange((m + chunk - 1) // chunk, num_threads=nthr, schedule='static'):
+    for b in prange((m + chunk - 1) // chunk, num_threads=nthr, schedule='dynamic'):
         pyopnb_log_products(min(chunk, m - b * chunk), &pr[b * chunk], &acc[b * chunk])
 
 
@@ -215,12 +225,12 @@ cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const
     class k is hundreds of bandwidths away: then P_ik = 0 too and every kernel
     term this weight meets is 0."""
     cdef Py_ssize_t n = P.n
-    cdef int b
+    cdef Py_ssize_t b
     if nthr == 1:
         _point_rows(P, cols, w, gz0, post, 0, n)
         return
-    for b in prange(nthr, num_threads=nthr, schedule='static'):
-        _point_rows(P, cols, w, gz0, post, b * n // nthr, (b + 1) * n // nthr)
+    for b in prange(_parts(n), num_threads=nthr, schedule='dynamic'):
+        _point_rows(P, cols, w, gz0, post, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
 
 
 cdef inline void _point_rows(const Classes* P, Column* cols, int w, double* gz0, const double* post,
@@ -238,12 +248,12 @@ cdef void _sample_terms(const Classes* P, Column* cols, int w, double* gz0, int 
     derivative of its class's weight, from the kernel sums of the c weights
     (col.D at the point's row)."""
     cdef Py_ssize_t n = P.n
-    cdef int b
+    cdef Py_ssize_t b
     if nthr == 1:
         _sample_rows(P, cols, w, gz0, 0, n)
         return
-    for b in prange(nthr, num_threads=nthr, schedule='static'):
-        _sample_rows(P, cols, w, gz0, b * n // nthr, (b + 1) * n // nthr)
+    for b in prange(_parts(n), num_threads=nthr, schedule='dynamic'):
+        _sample_rows(P, cols, w, gz0, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
 
 
 cdef inline void _sample_rows(const Classes* P, Column* cols, int w, double* gz0, Py_ssize_t i0,
