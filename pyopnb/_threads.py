@@ -29,7 +29,7 @@ import sys
 import warnings
 from typing import Any, Optional
 
-__all__ = ["available_cores", "resolve", "work", "ThreadCountWarning", "WORK_PER_THREAD"]
+__all__ = ["available_cores", "resolve", "work", "Pace", "ThreadCountWarning", "WORK_PER_THREAD"]
 
 
 def available_cores() -> int:
@@ -82,7 +82,7 @@ def _positive(value: Any, what: str) -> int:
 
 # the work one more thread needs to pay for itself, in the units of work(): measured on the whole fits of
 # benchmarks/bench_default_threads.py (docs/benchmarks.md)
-WORK_PER_THREAD = 200_000
+WORK_PER_THREAD = 1_000_000
 
 
 def work(n: int, d: int, ndim: int, K: int) -> int:
@@ -111,3 +111,59 @@ def resolve(threads: Optional[int] = None, work: Optional[int] = None) -> int:
     if work is not None:
         count = max(1, min(count, -(-int(work) // WORK_PER_THREAD)))
     return count
+
+
+class Pace:
+    """The thread count of a fit's next evaluation, from how fast the last
+    ones ran: on a busy machine a thread on a shared core holds every other
+    at each of an evaluation's parallel regions, and fewer threads run
+    faster. The fit's results do not depend on the count (the core's parts
+    and blocks are fixed by n), so only its time moves.
+
+    It starts at ``most`` (the count resolved for the fit). Its third
+    evaluation tries half the count, and later ones, :attr:`EVERY`
+    evaluations apart, a neighbouring count (half the current, or double it
+    up to ``most``, in turn); it moves there where that evaluation ran in
+    under :attr:`GAIN` of the median of the current count's last three. A
+    try that does not move doubles the wait before the next (up to
+    :attr:`LONGEST`): under contention a try of more threads costs many
+    evaluations' time. The first evaluation, which makes the scratch, is
+    not timed.
+    """
+
+    EVERY = 8
+    LONGEST = 256
+    GAIN = 0.9
+
+    def __init__(self, most: int):
+        self.most = max(1, int(most))
+        self.current = self.most
+        self.recent: list = []
+        self.evaluations = 0
+        self.trying: Optional[int] = None
+        self.downwards = True
+        self.wait = self.EVERY
+        self.next_try = 3
+
+    def next(self, seconds: float) -> int:
+        """The count for the next evaluation, the last having taken ``seconds``."""
+        self.evaluations += 1
+        if self.most == 1 or self.evaluations == 1:
+            return self.current
+        if self.trying is not None:
+            tried, self.trying = self.trying, None
+            if seconds < self.GAIN * sorted(self.recent)[len(self.recent) // 2]:
+                self.current, self.recent, self.wait = tried, [seconds], self.EVERY
+            else:
+                self.wait = min(self.LONGEST, 2 * self.wait)
+            self.next_try = self.evaluations + self.wait
+            return self.current
+        self.recent = (self.recent + [seconds])[-3:]
+        if self.evaluations >= self.next_try:
+            down, up = max(1, self.current // 2), min(self.most, 2 * self.current)
+            tried = up if down == self.current or (not self.downwards and up != self.current) else down
+            self.downwards = not self.downwards
+            if tried != self.current:
+                self.trying = tried
+                return tried
+        return self.current

@@ -177,9 +177,18 @@ class Evaluator:
         self.core = core
         self.nbin = nbin
         self.threads = threads
+        self.most_threads = threads
         self._Zt: Optional[np.ndarray] = None
         # the directions whose Z' the core's scratch and tables hold (None: unknown)
         self._at: Optional[np.ndarray] = None
+
+    def use_threads(self, count: int) -> None:
+        """Run the next evaluations on ``count`` threads, at most
+        ``most_threads`` (those it was made for). The results do not
+        depend on it: a fit may change it between evaluations
+        (:class:`pyopnb._threads.Pace`)."""
+        self.threads = max(1, min(int(count), self.most_threads))
+        self.core.use_threads(self.threads)
 
     def directions(self, V: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         """The matrix whose projection l is taken at, and the column norms

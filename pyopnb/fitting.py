@@ -12,6 +12,7 @@ Everything formulation-specific is the formulation's
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from typing import Any, Callable, Optional, Tuple, Union
 
@@ -252,6 +253,7 @@ class _Objective:
         # the first evaluation where R's own gradient would not be finite: (its number, where, the start's value)
         self.r_failed: Optional[Tuple[int, RFailure]] = None
         self.first_value: Optional[float] = None
+        self.pace = _threads.Pace(self.evaluator.most_threads)
 
     def unflat(self, v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
@@ -271,10 +273,14 @@ class _Objective:
         return F, G
 
     def __call__(self, v: np.ndarray) -> Tuple[float, np.ndarray]:
+        start = time.perf_counter()
         try:
             F, G = self.value_and_grad(self.unflat(v))
         except ValueError as exc:  # a zero column of the normalised objective
             raise FloatingPointError(str(exc)) from None
+        count = self.pace.next(time.perf_counter() - start)
+        if count != self.evaluator.threads:
+            self.evaluator.use_threads(count)
         self.last = (v.copy(), F, G)
         self.evaluations += 1
         if self.first_value is None:

@@ -81,11 +81,11 @@ def test_the_default_count_follows_the_work(monkeypatch):
         assert resolve(None, 1) == 2
         monkeypatch.delenv("PYOPNB_NUM_THREADS")
         OPNB(rng.normal(size=(40, 3)), np.repeat([0, 1], 20), ndim=2)
-        X = rng.normal(size=(3000, 20))
-        y = rng.integers(0, 3, 3000)
+        X = rng.normal(size=(12_000, 20))
+        y = rng.integers(0, 3, 12_000)
         OPNB(X, y, ndim=5)
         OPNB(X, y, ndim=5, threads=1)
-    assert seen == [1, -(-_threads.work(3000, 20, 5, 3) // per), 1]
+    assert seen == [1, -(-_threads.work(12_000, 20, 5, 3) // per), 1]
     assert seen[1] > 1
 
 
@@ -187,6 +187,44 @@ def test_journal_fits_do_not_depend_on_the_thread_count_past_one_part():
             m = opnb_journal(X, y, ndim=2, nbin=nbin, maxit=10, threads=threads)
             assert m.fval == ref.fval
             np.testing.assert_array_equal(m.V, ref.V)
+
+
+def test_pace_moves_to_the_count_that_runs_faster():
+    """Half the threads tried at the third evaluation and kept where faster;
+    a try that loses doubles the wait before the next."""
+    from pyopnb._threads import Pace
+
+    pace = Pace(4)
+    assert [pace.next(t) for t in (9.0, 1.0, 1.0)] == [4, 4, 2]  # the first untimed; the third tries 2
+    assert pace.next(0.5) == 2 and pace.current == 2  # 2 ran in half the time: kept
+    counts = [pace.next(0.5) for _ in range(8)]
+    assert counts[-1] == 4 and pace.trying == 4  # EVERY later: double, in turn
+    assert pace.next(2.0) == 2 and pace.wait == 2 * Pace.EVERY  # slower: back, and wait longer
+    assert Pace(1).next(1.0) == 1 and all(Pace(1).next(t) == 1 for t in (1.0, 5.0, 0.1))
+
+
+@pytest.mark.parametrize("nbin, compat", [(None, "R"), (300, "R"), (300, "correct"), (300, "journal")])
+def test_evaluations_on_changing_thread_counts_give_the_same_bits(nbin, compat):
+    """An evaluator switched between thread counts from one evaluation to
+    the next (as a fit's Pace does) gives the bits of one count throughout."""
+    from pyopnb.evaluation import check_problem
+    from pyopnb.formulation import formulation
+
+    V, X, y, PI = _problem(12, 9000, 4, 3, 3)
+    form = formulation("journal" if compat == "journal" else compat)
+    prob = check_problem(X, y, PI, np.array([0.3, 0.4, 0.5]))
+    fixed = form.evaluator(prob, nbin, 1)
+    moving = form.evaluator(prob, nbin, 3)
+    for step, count in enumerate((3, 1, 2, 3, 1)):
+        moving.use_threads(count)
+        assert moving.threads == count and moving.core.threads == count
+        W = V + 0.01 * step
+        f1, g1 = fixed.value_and_grad(W)
+        f2, g2 = moving.value_and_grad(W)
+        assert f1 == f2
+        np.testing.assert_array_equal(g1, g2)
+    moving.use_threads(64)
+    assert moving.threads == 3  # at most the count its scratch was made for
 
 
 def test_blocks_agree_with_one_pass():

@@ -37,6 +37,14 @@ cdef class Evaluator:
         self.PI = PIa
         self.logprior = c_log_array(PIa)
         self.threads = max(1, threads)
+        self.most_threads = self.threads
+
+    cpdef void use_threads(self, int count):
+        """Run the next evaluations on ``count`` threads, at most
+        ``most_threads`` (those its scratch is made for). The results do not
+        depend on it: a fit may change it between evaluations, to the count
+        that runs fastest now (``pyopnb._threads.Pace``)."""
+        self.threads = max(1, min(count, self.most_threads))
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
         """(l, n dl/dZ' [ndim, n] or None) at Z' [ndim, n] (C-contiguous float64)."""

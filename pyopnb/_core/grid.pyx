@@ -542,7 +542,7 @@ cdef class RGridTables(GridTables):
             # each thread's products for a block, linear and simple binning,
             # their closed logs, and a row's logs, padded (threads writing
             # neighbouring rows share cache lines); made once
-            self._vp_scratch = np.empty((nthr, 4 * B * K + K + 16))
+            self._vp_scratch = np.empty((self.wk.most, 4 * B * K + K + 16))
             self._all_cols = np.arange(ndim, dtype=np.intp)
         cdef double* pp = _data_or_null(post)
         cdef double[::1] tv = terms
@@ -804,7 +804,7 @@ cdef class InterpGridTables(GridTables):
         if self._vp_scratch is None:
             # each thread's log densities for a block, padded (threads writing
             # neighbouring rows share cache lines); made once
-            self._vp_scratch = np.empty((nthr, B * K + 16))
+            self._vp_scratch = np.empty((self.wk.most, B * K + 16))
         cdef double* pp = _data_or_null(post)
         cdef double[::1] tv = self._terms
         cdef double[:, ::1] av = self._vp_scratch
@@ -985,6 +985,8 @@ cdef class _GridEvaluator(Evaluator):
                 self._tables = {first: self._tables[first]}
             tables = self._tables_for(ndim, gradient)
             self._tables[ndim] = tables
+        # made for most_threads; run on the count of now
+        tables.wk.nthr = self.threads
         tables.update(Zt)
         return tables
 
@@ -1001,7 +1003,8 @@ cdef class RGrid(_GridEvaluator):
     is not its derivative), on ``nbin`` grid points per column."""
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
-        return RGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient, self.threads)
+        return RGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
+                           self.most_threads)
 
     cpdef list subset_values(self, object Zt, list chosen, list candidates):
         """Read off the columns' tables (each column's grid densities do not
@@ -1009,6 +1012,7 @@ cdef class RGrid(_GridEvaluator):
         cdef GridTables tables = self._tables.get(np.shape(Zt)[0])
         if tables is None or tables.Zt is None or not np.array_equal(tables.Zt, Zt):
             tables = self._updated(Zt, False)
+        tables.wk.nthr = self.threads
         return list(tables.subset_values(chosen, candidates, self.PI))
 
 
@@ -1019,4 +1023,4 @@ cdef class InterpGrid(_GridEvaluator):
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
         return InterpGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
-                                self.threads)
+                                self.most_threads)

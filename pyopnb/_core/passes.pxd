@@ -70,7 +70,8 @@ cdef inline double _grid_at(const Column* col, Py_ssize_t g) noexcept nogil:
 
 cdef class ColumnScratch:
     cdef Classes P
-    cdef int nthr
+    cdef int nthr           # the threads of the next passes: at most most
+    cdef int most           # the threads its per-thread scratch is made for
     cdef Py_ssize_t ncol    # columns of scratch made so far
     cdef Py_ssize_t capacity
     cdef bint points        # scratch for passes over the points (else only grid tables)

@@ -340,6 +340,7 @@ cdef class ColumnScratch:
             raise ValueError(f"mode must be MODE_EXACT ({EXACT}) or MODE_LINEAR ({LINEAR}), got {mode}")
         self.y = y
         self.nthr = max(1, num_threads)
+        self.most = self.nthr
         self.points = points
         self.h = <double*> malloc(K * sizeof(double))
         self.wcls = <double*> calloc(K, sizeof(double))
@@ -645,6 +646,10 @@ cdef class _ColumnPasses(Evaluator):
         self.squared_priors = squared_priors
         self.value_PI = self.PI * self.PI if squared_priors else None
         self.scratch = ColumnScratch(self.y0, self.K, self.h, mode, nbin, eps, self.beta, self.threads)
+
+    cpdef void use_threads(self, int count):
+        Evaluator.use_threads(self, count)
+        self.scratch.nthr = self.threads
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
         pr, acc = class_products(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta,
