@@ -18,25 +18,18 @@ import os
 import subprocess
 import sys
 import time
-from typing import Callable, List, Tuple
+from typing import Callable, List
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.bench_threads import _data  # noqa: E402
 from benchmarks.common import table  # noqa: E402
 
 CASES = [  # n, p, K, ndim
     (150, 4, 3, 2), (300, 8, 2, 2), (1000, 10, 3, 3), (3000, 20, 3, 5), (10_000, 20, 3, 5),
     (30_000, 20, 3, 5), (100_000, 20, 3, 5),
 ]
-
-
-def _data(n: int, p: int, K: int, seed: int = 0) -> Tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, K, n)
-    X = rng.normal(size=(n, p))
-    X[:, :min(10, p)] += rng.normal(size=(K, min(10, p)))[y]
-    return X, y
 
 
 def _best(fn: Callable[[], object], repeat: int) -> float:
