@@ -253,7 +253,8 @@ class _Objective:
         # the first evaluation where R's own gradient would not be finite: (its number, where, the start's value)
         self.r_failed: Optional[Tuple[int, RFailure]] = None
         self.first_value: Optional[float] = None
-        self.pace = _threads.Pace(self.evaluator.most_threads)
+        # an evaluator of one's own formulation without use_threads keeps its count
+        self.pace = _threads.Pace(getattr(self.evaluator, "most_threads", 1))
 
     def unflat(self, v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v.reshape(self.d, self.ndim, order="F"))
