@@ -34,7 +34,7 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, log1p, floor, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _max_threads
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _max_threads, _region_threads
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 # gaps remembered by _gap_decays
 DEF _GAP_CACHE = 4
@@ -169,6 +169,7 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     cdef int a1 = a + 1
     if G == 0:
         return
+    nthr = _region_threads(nthr, G * r)
     if nthr == 1 or G < _PAR_ANCHORS:
         # no parallel region: a team of one still costs a futex wake-up, and a
         # team for a few anchors more than the passes (kernel naive Bayes' small classes)
@@ -487,6 +488,7 @@ cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa
     lo nondecreasing (exact sums at the sample, grid sums at grid points):
     on one thread, with the default kernel, the passes then run as one
     sweep (_core/sweep.h)."""
+    nthr = _region_threads(nthr, (G + m) * r)
     if e == NULL and nthr == 1 and ker.a == 1 and not logS:
         if not have_T:
             _gap_decays(anchors, 1, G, h, shared, 1, r, tb.decay)
@@ -501,6 +503,7 @@ cdef void _evaluate_chunks(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
                            const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
                            const RunningSums* tb, double* S, double* D, bint logS, int nthr) noexcept nogil:
     """_evaluate over chunks of points on nthr threads (points are independent)."""
+    nthr = _region_threads(nthr, m * r)
     cdef Py_ssize_t chunk = max(1024, (m + 4 * nthr - 1) // (4 * nthr)), nch = (m + chunk - 1) // chunk, c0
     if nthr == 1 or nch == 1:
         _evaluate_chunk(e, lo, 0, m, outrow, anchors, G, r, h, shared, ker, dep, dep_a1, tb, S, D, logS)
@@ -563,6 +566,7 @@ cdef int _sample_sums(const double* x, Py_ssize_t n, const double* W, int r, dou
     anchors [n], Wa [n, r], lo [m], tb for n anchors. Returns -1 when out
     of memory (the sort's)."""
     cdef Py_ssize_t q
+    nthr = _region_threads(nthr, n * r)
     if _argsort(x, n, order, anchors, nthr):
         return -1
     if nthr == 1 or n * r < 65536:

@@ -1,6 +1,6 @@
 """The one place that decides how many threads pyopnb's compiled core uses.
 
-Every parallel region of the core runs on the count :func:`resolve` returns:
+Every parallel region of the core runs on at most the count :func:`resolve` returns:
 
 1. ``threads=`` given to a function or estimator (``-1``: every core this
    process may use); the entry point passes its count to everything it calls;
@@ -18,6 +18,11 @@ A count above the cores this process may use (:func:`available_cores`) is
 capped at those cores, with a warning the first time: threads beyond the
 cores only wait for one another (on 2 cores, 64 threads made a small fit 7
 times slower, and 10000 did not finish).
+
+The count is the most a step takes: each parallel region of the compiled
+core takes one thread per unit of its own work (``_region_threads`` in
+``pyopnb/_core/threads.h``), so a small region runs on the caller's thread
+alone, and a fit paces its count between evaluations (:class:`Pace`).
 
 Results do not depend on the count: the core splits its work in fixed
 partitions and adds partial sums in a fixed order.

@@ -18,11 +18,11 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ._core.linalg import c_log_array
 from ._validation import check_X, label_text
 from .model import OPNBModel, check_model, predict, projection
 from .naive_bayes import class_log_densities
-from .plot import _REGION_GRID, FAR_ESTIMATOR, FAR_MODEL, _check_labels, _legend, _warn_far, class_styles
+from .plot import (_REGION_GRID, FAR_ESTIMATOR, FAR_MODEL, _check_labels, _legend, _log_joint, _warn_far,
+                   class_styles)
 
 __all__ = ["OPNBDisplay"]
 
@@ -281,8 +281,7 @@ def _plane_log_joint(model: OPNBModel, Ztr: np.ndarray, cols: Sequence[int], cen
     shown columns' log densities at ``at`` plus, the same for every cell, the
     other columns' at the centre (naive Bayes sums the columns' logs)."""
     other = [t for t in range(Ztr.shape[1]) if t not in cols]
-    out = c_log_array(model.PI) + class_log_densities(Ztr[:, list(cols)], model.y0, model.nc,
-                                                      model.h[:, list(cols)], at, True)
+    out = _log_joint(model, Ztr[:, list(cols)], cols, at)
     if other:
         out = out + class_log_densities(Ztr[:, other], model.y0, model.nc, model.h[:, other],
                                         centre[None, other], True)

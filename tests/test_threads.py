@@ -246,8 +246,9 @@ def test_blocks_agree_with_one_pass():
 
 
 def test_kernel_sums_and_fits_take_threads():
+    # past the work that gives a parallel region a second thread (threads.h's PYOPNB_REGION_WORK)
     rng = np.random.default_rng(4)
-    x, w, e = rng.normal(size=3000), rng.uniform(size=3000), rng.normal(size=500)
+    x, w, e = rng.normal(size=40_000), rng.uniform(size=40_000), rng.normal(size=20_000)
     ref = fk_sum(x, w, 0.3, e, type="both", threads=1)
     for threads in (2, 3):
         np.testing.assert_array_equal(fk_sum(x, w, 0.3, e, type="both", threads=threads), ref)
@@ -257,11 +258,44 @@ def test_kernel_sums_and_fits_take_threads():
     np.testing.assert_array_equal(S[:, 0], ref[:, 0])
     with pytest.raises(ValueError, match="threads"):
         fk_sum(x, w, 0.3, threads=0)
-    X = rng.normal(size=(400, 5))
+    X = rng.normal(size=(12_000, 5))
     y = (X[:, 0] + X[:, 1] > 0).astype(int)
-    a, b = OPNB(X, y, ndim=3, nbin=None, threads=1), OPNB(X, y, ndim=3, nbin=None, threads=3)
+    a, b = OPNB(X, y, ndim=3, nbin=None, maxit=5, threads=1), OPNB(X, y, ndim=3, nbin=None, maxit=5, threads=3)
     np.testing.assert_array_equal(a.V, b.V)
     assert a.fval == b.fval
+
+
+_TEAMS = """
+import os, sys, warnings
+import numpy as np
+from pyopnb import OPNB
+warnings.simplefilter("ignore")
+n, nbin = int(sys.argv[1]), (None if sys.argv[2] == "exact" else 1000)
+rng = np.random.default_rng(0)
+X = rng.standard_normal((n, 6))
+y = np.arange(n) % 2
+X[:, :2] += y[:, None]
+before = len(os.listdir("/proc/self/task"))
+OPNB(X, y, ndim=2, nbin=nbin, threads=2)
+print(before, len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts the process's threads in /proc (Linux)")
+@pytest.mark.parametrize("n, sums, more", [(300, "exact", False), (300, "binned", False), (60_000, "binned", True)])
+@pytest.mark.real_cores
+def test_small_regions_start_no_team(n, sums, more):
+    """threads=2 asked for on a small fit: every parallel region has too
+    little work for a second thread and runs on the caller's alone, so
+    OpenMP never starts one (with a core busy elsewhere, a team's wait made
+    such fits 2 to 5 times slower); a large fit's regions do start one."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYOPNB_NUM_THREADS", "OMP_NUM_THREADS")}
+    env["OPENBLAS_NUM_THREADS"] = "1"  # numpy's BLAS starts no threads of its own
+    out = subprocess.run([sys.executable, "-c", _TEAMS, str(n), sums], env=env, capture_output=True, text=True,
+                         check=True)
+    before, after = map(int, out.stdout.split())
+    # on one usable core threads=2 is capped at one thread: no team at all
+    assert (after > before) == (more and available_cores() >= 2), (before, after)
 
 
 def test_journal_binned_objective_past_one_block():

@@ -10,6 +10,8 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.stdlib cimport malloc, calloc, free
 
+from pyopnb._core.common cimport _entry_threads
+
 __all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms", "sweep",
            "any_varies"]
 
@@ -36,7 +38,7 @@ cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint squa
     time: their chains of dependent additions overlap, and a column's sum is
     the same whoever adds it and beside whichever others."""
     cdef Py_ssize_t n = X.shape[0], p = X.shape[1], i, j, j0, j1, i0, i1
-    cdef int part, nparts = <int> max(1, min(nthr, p))
+    cdef int part, nparts = <int> max(1, min(_entry_threads(nthr, n * p), p))
     cdef long double t0, t1, t2, t3
     for part in prange(nparts, num_threads=nparts, schedule='static'):
         j0 = part * p // nparts
@@ -157,7 +159,7 @@ def r_cov(const double[:, ::1] X, int num_threads):
     cdef long double* acc = <long double*> calloc(npair, sizeof(long double))
     cdef Py_ssize_t* pi = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
     cdef Py_ssize_t* pj = <Py_ssize_t*> malloc(npair * sizeof(Py_ssize_t))
-    nparts = max(1, min(num_threads, npair))
+    nparts = max(1, min(_entry_threads(num_threads, n * npair), npair))
     # each part's deviations for a block of rows, column by column (cov.h):
     # a pair's sum stays in a register through the block and still adds the
     # rows in order
@@ -250,11 +252,11 @@ def sweep(const double[:, ::1] A, const double[::1] v, double[:, ::1] out, bint 
         raise ValueError(f"sweep: A is ({n}, {p}), v ({v.shape[0]},), out ({out.shape[0]}, {out.shape[1]})")
     with nogil:
         if subtract:
-            for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
+            for i in prange(n, num_threads=_entry_threads(num_threads, n * p), schedule="static"):
                 for j in range(p):
                     out[i, j] = A[i, j] - v[j]
         else:
-            for i in prange(n, num_threads=max(1, num_threads), schedule="static"):
+            for i in prange(n, num_threads=_entry_threads(num_threads, n * p), schedule="static"):
                 for j in range(p):
                     out[i, j] = A[i, j] * v[j]
 

@@ -5,6 +5,10 @@ cimport numpy as cnp
 cdef extern from "_core/threads.h" nogil:
     int _thread_id()                # OpenMP's thread number (0 without OpenMP)
     int _max_threads()              # omp_get_max_threads() (1 without OpenMP)
+    # the threads a parallel region of this much work takes, at most nthr (see threads.h)
+    int _region_threads(int nthr, Py_ssize_t work)
+    # the same for a product-sum loop of this many entries
+    int _entry_threads(int nthr, Py_ssize_t entries)
 
 # how the column passes take a projected column (exported by passes as
 # MODE_EXACT and MODE_LINEAR; R's binned objective is grid.pyx's)

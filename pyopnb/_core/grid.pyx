@@ -19,7 +19,7 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport LINEAR, _MAX_ORDER, _data_or_null, _thread_id
+from pyopnb._core.common cimport LINEAR, _MAX_ORDER, _data_or_null, _region_threads, _thread_id
 from pyopnb._ksum cimport Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
@@ -396,7 +396,7 @@ cdef class GridTables:
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
         passes are overwritten by the next passes."""
         cdef Py_ssize_t ndim = self.ndim, n = self.n, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef int nthr = self.wk.nthr
+        cdef int nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
         if Zt.shape[0] != ndim or Zt.shape[1] != n:
             raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
         self.Zt = np.asarray(Zt)
@@ -532,7 +532,7 @@ cdef class RGridTables(GridTables):
         if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr
+        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
@@ -659,7 +659,7 @@ cdef class RGridTables(GridTables):
             if arr.size and (arr.min() < 0 or arr.max() >= self.ndim):
                 raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
         cdef Py_ssize_t n = self.n, j, b, i0, m, g
-        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = self.wk.nthr
+        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = _region_threads(self.wk.nthr, n * self.ndim * self.wk.P.K)
         cdef int nb = bcols.size, nc = ccols.size
         cdef const double* row
         cdef const double* er
@@ -741,7 +741,7 @@ cdef class RGridTables(GridTables):
         dZ = self._gradient_out(post, self.S_simple is not None)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Classes* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
+        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
         cdef double[:, ::1] dv = dZ
         cdef double* DW = _data_or_null(self._W)
@@ -796,7 +796,7 @@ cdef class InterpGridTables(GridTables):
         if posteriors and not self.has_gradient:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = self.wk.nthr
+        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
@@ -846,7 +846,7 @@ cdef class InterpGridTables(GridTables):
         dZ = self._gradient_out(post, self.has_gradient)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Classes* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = self.wk.nthr, inner = nthr if ndim == 1 else 1
+        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
         cdef double[:, ::1] dv = dZ
         cdef double* Phi = _data_or_null(self._W)

@@ -24,6 +24,7 @@ from libc.math cimport sqrt, fabs, exp as c_exp, log as c_log
 from libc.stdlib cimport malloc, calloc, free
 
 from pyopnb._core.project import project
+from pyopnb._core.common cimport _entry_threads
 from pyopnb._core.simd cimport simd_path
 
 cnp.import_array()
@@ -54,7 +55,7 @@ def crossprod_t(const double[:, ::1] A, const double[:, ::1] Bt, int num_threads
     cdef Py_ssize_t qp = ((q + 7) // 8) * 8
     C = np.empty((p, qp))
     cdef double[:, ::1] cv = C
-    cdef int level = simd_path(), nthr = max(1, num_threads)
+    cdef int level = simd_path(), nthr = _entry_threads(num_threads, n * p * q)
     buf = np.empty(max(1, min(p, nthr)) * PYOPNB_XP_ROWS * qp)  # a block of B per thread
     cdef double[::1] bv = buf
     if n == 0 or p == 0 or q == 0:

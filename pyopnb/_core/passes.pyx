@@ -17,7 +17,7 @@ from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcmp, memcpy, memset
 
-from pyopnb._core.common cimport EXACT, LINEAR, _MAX_ORDER, _thread_id
+from pyopnb._core.common cimport EXACT, LINEAR, _MAX_ORDER, _region_threads, _thread_id
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
                            _tables_alloc, _tables_free)
@@ -196,6 +196,7 @@ cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, do
     for c in range(w):
         base[c] = cols[c].S
         idx[c] = cols[c].row
+    nthr = _region_threads(nthr, n * P.K * w)
     if nthr == 1:
         pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, 0, n)
     else:
@@ -210,6 +211,7 @@ cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) n
     """pyopnb_log_products over m entries, in chunks on nthr threads."""
     cdef Py_ssize_t chunk = PART_ROWS
     cdef Py_ssize_t b
+    nthr = _region_threads(nthr, m)
     if nthr == 1 or m <= chunk:
         pyopnb_log_products(m, pr, acc)
         return
@@ -226,6 +228,7 @@ cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const
     term this weight meets is 0."""
     cdef Py_ssize_t n = P.n
     cdef Py_ssize_t b
+    nthr = _region_threads(nthr, n * P.K * w)
     if nthr == 1:
         _point_rows(P, cols, w, gz0, post, 0, n)
         return
@@ -249,6 +252,7 @@ cdef void _sample_terms(const Classes* P, Column* cols, int w, double* gz0, int 
     (col.D at the point's row)."""
     cdef Py_ssize_t n = P.n
     cdef Py_ssize_t b
+    nthr = _region_threads(nthr, n * w)
     if nthr == 1:
         _sample_rows(P, cols, w, gz0, 0, n)
         return
@@ -479,7 +483,7 @@ cdef int _wave_setup(const Classes* P, const double* Zt, Py_ssize_t t0, int w, C
     cdef int c, bad = 0
     if w == 1:
         return _setup_one(P, Zt, t0, cols, want_D, memos, nthr)
-    for c in prange(w, num_threads=w, schedule='static'):
+    for c in prange(w, num_threads=_region_threads(w, P.n * P.K * w), schedule='static'):
         bad += _setup_one(P, Zt, t0 + c, &cols[c], want_D, memos, 1)
     return bad
 
@@ -613,7 +617,7 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
             if w == 1:
                 _column_grad(P, &Zt[t0, 0], &cols[0], &dv[t0, 0], inner)
             else:
-                for c in prange(w, num_threads=w, schedule='static'):
+                for c in prange(w, num_threads=_region_threads(w, n * K * w), schedule='static'):
                     _column_grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner)
             if P.mode == EXACT:
                 _sample_terms(P, cols, w, &dv[t0, 0], nthr)

@@ -8,7 +8,7 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 
-from pyopnb._core.common cimport _thread_id
+from pyopnb._core.common cimport _region_threads, _thread_id
 
 
 def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const int[::1] y,
@@ -25,7 +25,7 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
     posteriors still with ``PI``.
     """
     cdef Py_ssize_t n = pr.shape[0], i
-    cdef int K = pr.shape[1], k, tid, nthr = max(1, num_threads)
+    cdef int K = pr.shape[1], k, tid, nthr = _region_threads(num_threads, n * pr.shape[1])
     if acc.shape[0] != n or acc.shape[1] != K:
         raise ValueError(f"acc must be ({n}, {K}), got ({acc.shape[0]}, {acc.shape[1]})")
     if y.shape[0] != n:
@@ -76,7 +76,7 @@ def posteriors(const double[:, ::1] logjoint, int num_threads):
     cdef double[:, ::1] pv = post
     cdef double mx, ssum, lse
     with nogil:
-        for i in prange(m, num_threads=max(1, num_threads), schedule="static"):
+        for i in prange(m, num_threads=_region_threads(num_threads, m * K), schedule="static"):
             mx = -INFINITY
             for k in range(K):
                 if logjoint[i, k] > mx:

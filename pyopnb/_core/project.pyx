@@ -4,6 +4,7 @@
 import numpy as np
 from cython.parallel cimport prange
 
+from pyopnb._core.common cimport _entry_threads
 from pyopnb._core.simd cimport simd_path
 
 cdef extern from "_core/project.h" nogil:
@@ -54,7 +55,7 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     cdef Py_ssize_t nblk = (n + _ROWS - 1) // _ROWS
     cdef int level = simd_path()
     with nogil:
-        for i in prange(nblk, num_threads=max(1, num_threads), schedule="static"):
+        for i in prange(nblk, num_threads=_entry_threads(num_threads, n * p * nd), schedule="static"):
             xp = &X[i * _ROWS, 0] if p > 0 else NULL
             if i + _AHEAD < nblk:
                 pyopnb_prefetch(xp + _AHEAD * _ROWS * p, min(_ROWS, n - (i + _AHEAD) * _ROWS) * p)

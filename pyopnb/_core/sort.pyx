@@ -10,7 +10,7 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.string cimport memcmp, memcpy, memset
 
-from pyopnb._core.common cimport _thread_id
+from pyopnb._core.common cimport _region_threads, _thread_id
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 
 
@@ -273,6 +273,7 @@ cdef int _argsort(const double* x, Py_ssize_t n, Py_ssize_t* order, double* xs, 
     (read back from the keys: no gather), on nthr threads (the order does not
     depend on them). Returns -1 when out of memory."""
     cdef int rc
+    nthr = _region_threads(nthr, n)
     if n <= SORT_SMALL:
         _small_sort(x, n, order, xs)
         return 0
