@@ -247,6 +247,69 @@ def as_float_vector(value: Any, name: str, *, allow_empty: bool = False) -> np.n
     return np.ascontiguousarray(arr)
 
 
+# how far from 1 the priors' sum may be (a third each sums to 1 within rounding)
+_PRIORS_SUM_TOL = 1e-8
+
+
+def check_priors(priors: Any, levels: Sequence[Any], name: str = "priors") -> Optional[np.ndarray]:
+    """The class priors PI_k in the order of ``levels`` (the fit's classes),
+    or None for the class proportions n_k / n.
+
+    ``priors`` is a mapping from label to prior (a dict, or a pandas Series
+    whose index holds the labels), matched by label and naming every class
+    and nothing else; or a sequence with one prior per class, in the order
+    of ``levels``. Each prior is finite and positive (a class of prior 0 has
+    posterior 0 everywhere, and its own points log 0), and they sum to 1.
+    """
+    if priors is None:
+        return None
+    K = len(levels)
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(priors, pd.Series):
+        priors = dict(zip(priors.index, priors.to_numpy()))
+    if isinstance(priors, dict):
+        index = {}
+        for k, level in enumerate(levels):
+            index.setdefault(_plain(level), k)
+        values = np.full(K, np.nan)
+        foreign = []
+        for label, value in priors.items():
+            k = index.get(_plain(label))
+            if k is None:
+                foreign.append(label)
+            else:
+                one = as_float_vector(value, f"{name}[{label_text(label)}]")
+                if one.size != 1:
+                    raise ValueError(f"{name}[{label_text(label)}] must be one number, got {label_text(value)}")
+                values[k] = one[0]
+        if foreign:
+            raise ValueError(f"{name} names {', '.join(label_text(v) for v in foreign[:5])}, which "
+                             f"{'is not a class' if len(foreign) == 1 else 'are not classes'} of y (its classes: "
+                             f"{', '.join(label_text(v) for v in levels[:10])})")
+        missing = [levels[k] for k in np.flatnonzero(np.isnan(values))]
+        if missing:
+            raise ValueError(f"{name} gives no prior for the class{'es' if len(missing) > 1 else ''} "
+                             f"{', '.join(label_text(v) for v in missing[:5])}: give one for every class of y")
+    else:
+        if isinstance(priors, (str, bytes)):
+            raise ValueError(f"{name} must be a mapping from label to prior, or one prior per class, got "
+                             f"{label_text(priors)}")
+        values = as_float_vector(priors, name)
+        if values.size != K:
+            raise ValueError(f"{name} has {values.size} entries but y has {K} classes "
+                             f"({', '.join(label_text(v) for v in levels[:10])}, in this order); a mapping from "
+                             f"label to prior names them")
+    bad = ~np.isfinite(values) | (values <= 0)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"{name} must be positive and finite, got {float(values[k])!r} for class {label_text(levels[k])} "
+                         f"(a class of prior 0 is never predicted, and its own points make the likelihood 0)")
+    total = float(np.sum(values))
+    if abs(total - 1.0) > _PRIORS_SUM_TOL:
+        raise ValueError(f"{name} must sum to 1, got a sum of {total!r}")
+    return np.ascontiguousarray(values, dtype=np.float64)
+
+
 def as_nbin(value: Any, allow_none: bool = True) -> Any:
     """None (exact sums, if allowed) or an integer number of bins >= 2."""
     if value is None and allow_none:

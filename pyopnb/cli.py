@@ -178,6 +178,31 @@ def _with_levels(y, spec: str, path: str):
     return pd.Categorical.from_codes(codes, categories=categories)
 
 
+def _priors(spec: str, labels) -> dict:
+    """--priors "a=0.3,b=0.7": each class's prior by its label's text (as the
+    CSV writes it), as a mapping from the fit's labels."""
+    from .labels import factor_levels
+
+    levels = factor_levels(labels)[0]
+    by_text = dict(zip(level_text(levels), levels.tolist()))
+    out = {}
+    for item in spec.split(","):
+        label, eq, value = item.rpartition("=")
+        if not eq or label == "":
+            raise CLIError(f"--priors {spec}: give LABEL=PRIOR pairs, comma-separated (\"a=0.3,b=0.7\"), got "
+                           f"{item!r}")
+        if label not in by_text:
+            raise CLIError(f"--priors {spec}: {label!r} is not a class of the target column (its classes: "
+                           f"{', '.join(by_text)})")
+        if by_text[label] in out:
+            raise CLIError(f"--priors {spec}: {label!r} is given twice")
+        try:
+            out[by_text[label]] = float(value)
+        except ValueError:
+            raise CLIError(f"--priors {spec}: {value!r} is not a number (class {label!r})") from None
+    return out
+
+
 def _align(X: np.ndarray, names: List[str], model_names: Sequence[str], path: str) -> np.ndarray:
     """X's columns in the model's order; a training level absent from this
     file is a column of zeros (its one-hot column would be)."""
@@ -242,10 +267,11 @@ def cmd_fit(args) -> None:
         raise CLIError(str(exc)) from None
     X, y, names = _training_data(args.train, args.target)
     labels = y.to_numpy() if args.levels is None else _with_levels(y, args.levels, args.train)
+    priors = None if args.priors is None else _priors(args.priors, labels)
     try:
         # the command says the formulation's note itself, in its own words (no Python source line)
         model, notes = fit_quietly(fit, X, labels, form, ndim=args.ndim, nbin=nbin, maxit=args.maxit,
-                                   threads=args.threads, caller="pyopnb fit")
+                                   threads=args.threads, priors=priors, caller="pyopnb fit")
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     model.feature_names = tuple(names)
@@ -656,6 +682,9 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
                    help="the classes' order, as R's factor levels: \"b,a,c\", or @FILE with one level a line "
                         "(R: writeLines(levels(y), \"levels.txt\")). A CSV keeps only the labels' text, and its "
                         "levels sort as R's as.factor sorts text; a factor's own order is lost without this")
+    f.add_argument("--priors", metavar="LABEL=P,...",
+                   help="the class priors, \"a=0.3,b=0.7\", every class named as the CSV writes its label, "
+                        "summing to 1 (default: the class proportions, R's)")
     f.add_argument("--out", required=True, help="model file, .rds or .json")
     f.set_defaults(func=cmd_fit)
     p = sub.add_parser("predict", help="predict the classes of a CSV file")

@@ -9,9 +9,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _threads, exceptions
-from ._validation import as_positive_scalar, check_aligned, check_lam, check_ndim, check_X, label_text
+from ._validation import (as_positive_scalar, check_aligned, check_lam, check_ndim, check_priors, check_X,
+                          label_text)
 from .fitting import OPNB, opnb_journal
-from .labels import factor_values
+from .labels import factor_levels, factor_values
 from .model import OPNBModel, predict
 
 __all__ = ["OPNB_CV_lam", "opnb_journal_cv"]
@@ -73,6 +74,15 @@ def _cv_data(X: Any, y: Any, folds: Any, random_state: Any, leave_rows_out: bool
     if np.isscalar(folds):
         folds = _stratified_folds(folds, codes, random_state)
     return Xa, labels, _check_folds(folds, Xa.shape[0], leave_rows_out)
+
+
+def _priors_by_label(priors: Any, labels: Any) -> Optional[Dict[Any, float]]:
+    """The priors as a mapping from label (checked against y's levels), for
+    every fold's fit to take by label: an array's order is that of y's
+    levels, which a fold's rows need not show."""
+    levels = factor_levels(labels)[0]
+    PI = check_priors(priors, levels)
+    return None if PI is None else dict(zip(levels.tolist(), PI.tolist()))
 
 
 def _n_jobs(n_jobs: Any, cores: Any) -> int:
@@ -167,6 +177,7 @@ def OPNB_CV_lam(
     random_state: Any = 0,
     leave_rows_out: bool = False,
     r_defects: bool = False,
+    priors: Any = None,
     **kwargs: Any,
 ) -> Dict[str, Any]:
     """Cross-validate the penalty over ``lam0 * factor^(i-1)``, i = 1..nlam, as R's ``OPNB_CV_lam``.
@@ -232,6 +243,10 @@ def OPNB_CV_lam(
         As in :func:`OPNB`: a fold's fit where R's gradient sums are not
         finite keeps its start, as R's does (True), or goes on and is
         counted in one warning (False).
+    priors : mapping or array-like of shape (n_classes,), optional
+        The class priors of every fit, the refit's included, as in
+        :func:`OPNB` (an array in the order of y's levels); default each
+        fit's class proportions, as R's.
     **kwargs
         ``factor``, R's name for ``factor_``; anything else is an error.
 
@@ -266,7 +281,7 @@ def OPNB_CV_lam(
     lams = lam0 * fac ** np.arange(int(nlam))
     jobs_n = _n_jobs(n_jobs, cores)
     fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct, maxit=maxit,
-                      r_defects=r_defects)
+                      r_defects=r_defects, priors=_priors_by_label(priors, labels))
     thr = _fold_threads(threads, jobs_n, fit_kwargs)
     if jobs_n > 1:
         from joblib import Parallel, delayed
@@ -334,6 +349,7 @@ def opnb_journal_cv(
     random_state: Any = 0,
     progress: bool = False,
     leave_rows_out: bool = False,
+    priors: Any = None,
 ) -> Dict[str, Any]:
     """Tune the journal formulation's gamma and ndim by cross-validated accuracy.
 
@@ -380,6 +396,8 @@ def opnb_journal_cv(
     leave_rows_out : bool, default False
         As in :func:`OPNB_CV_lam`: folds that miss row 0 are refused as
         R's 1-based folds unless this is given.
+    priors : mapping or array-like of shape (n_classes,), optional
+        The class priors of every fit, as in :func:`OPNB_CV_lam`.
 
     Returns
     -------
@@ -408,7 +426,8 @@ def opnb_journal_cv(
         raise ValueError("ndim must list at least one number of columns")
     gammas = [as_positive_scalar(g, "gamma") for g in np.atleast_1d(gamma)]
     jobs_n = _n_jobs(n_jobs, cores)
-    fit_kwargs: Dict[str, Any] = dict(nbin=nbin, prescale=prescale, maxit=maxit)
+    fit_kwargs: Dict[str, Any] = dict(nbin=nbin, prescale=prescale, maxit=maxit,
+                                      priors=_priors_by_label(priors, labels))
     thr = _fold_threads(threads, jobs_n, fit_kwargs)
     pairs = [(g, j) for g in range(len(gammas)) for j in range(len(fl))]
     bar = _Progress(len(pairs), progress)

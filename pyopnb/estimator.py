@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from ._validation import check_ndim, estimator_data, fit_data
+from ._validation import check_ndim, check_priors, estimator_data, fit_data
 from .fitting import fit
 from .formulation import Formulation, corrected, formulation
 from .model import OPNBModel, predict, projection, staged_log_joint
@@ -103,6 +103,11 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         The start, as in :func:`pyopnb.OPNB` (every formulation).
     nbin : int or None, default 1000
         Bins per projected column; None for exact kernel sums.
+    priors : array-like of shape (n_classes,) or mapping, optional
+        The class priors, in the order of ``classes_`` (the sorted labels),
+        or a mapping from label to prior naming every class; each positive,
+        summing to 1. Default: the training data's class proportions. The
+        fit's likelihood and every prediction use them (every formulation).
     maxit : int, default 100
         L-BFGS-B's iteration limit (R's optim ``maxit``, 100).
     threads : int, optional
@@ -138,7 +143,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
                  scale: Optional[bool] = None, V0: Optional[Callable] = None, C: Optional[Callable] = None,
                  correct: Optional[bool] = None, threads: Optional[int] = None, formulation: str = "R",
                  gamma: Optional[float] = None, prescale: Optional[bool] = None, maxit: int = 100,
-                 r_defects: Optional[bool] = None):
+                 r_defects: Optional[bool] = None, priors: Any = None):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -152,6 +157,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         self.prescale = prescale
         self.maxit = maxit
         self.r_defects = r_defects
+        self.priors = priors
 
     def _formulation(self) -> Formulation:
         """The formulation with the parameters given (those left at None take its defaults)."""
@@ -191,9 +197,10 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         X, codes = fit_data(self, X, y)
         ndim = None if self.ndim is None else check_ndim(self.ndim, X.shape[1], "n_features")
         self.formulation_ = self._formulation()
-        # codes 0..K-1 keep the model's class order that of classes_
+        # codes 0..K-1 keep the model's class order that of classes_, the priors' array order
+        PI = check_priors(self.priors, self.classes_)
         self.model_: OPNBModel = fit(X, codes, self.formulation_, ndim=ndim, nbin=self.nbin, maxit=self.maxit,
-                                     threads=self.threads, caller="OPNBClassifier")
+                                     threads=self.threads, priors=PI, caller="OPNBClassifier")
         # the model is the estimator's: its labels and their type, its columns' names
         self.model_.ynames = np.asarray(self.classes_)
         names = getattr(self, "feature_names_in_", None)

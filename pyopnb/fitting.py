@@ -11,6 +11,7 @@ Everything formulation-specific is the formulation's
 """
 from __future__ import annotations
 
+import inspect
 import math
 import time
 import warnings
@@ -20,7 +21,8 @@ import numpy as np
 
 from . import _threads, exceptions
 from ._core import colstats, lbfgsb as _lbfgsb, linalg as _linalg
-from ._validation import as_nbin, check_aligned, check_maxit, check_ndim, check_X, column_names, label_text
+from ._validation import (as_nbin, check_aligned, check_maxit, check_ndim, check_priors, check_X, column_names,
+                          label_text)
 from .exceptions import CollapseWarning, RDefectWarning
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
 from .labels import factor_levels
@@ -50,12 +52,14 @@ def OPNB(
     threads: Optional[int] = None,
     callback: Optional[Callback] = None,
     r_defects: bool = False,
+    priors: Any = None,
 ) -> OPNBModel:
     """Fit an Optimal Projections Naive Bayes model, as R's ``OPNB()``.
 
     The steps of R's OPNB 1.0: the labels become factor levels; the columns
     are centred by their means and, with ``scale``, divided by their sds
-    (n - 1; a column with sd < 1e-20 is zeroed); the priors are n_k / n; V
+    (n - 1; a column with sd < 1e-20 is zeroed); the priors are n_k / n
+    (or ``priors``, pyopnb's own argument); V
     starts at the first ``ndim`` eigenvectors of the covariance, R's
     ``eigen(cov(Xs))$vectors`` to the bit, signs included (or at ``V0``);
     every class gets bandwidth 1; L-BFGS-B (memory 5, at most ``maxit``
@@ -122,6 +126,14 @@ def OPNB(
         there: by default the fit goes on and warns
         (:class:`pyopnb.RDefectWarning`); True keeps the start, as R does,
         for R's numbers.
+    priors : mapping or array-like of shape (n_classes,), optional
+        The class priors PI_k, where the class proportions n_k / n (R's, the
+        default) are not the population's: a mapping from label to prior (a
+        dict, or a pandas Series indexed by label) naming every class, or
+        one prior per class in the order of ``model.ynames`` (y's levels).
+        Each positive, summing to 1. The fit's likelihood and every
+        prediction use them; R's OPNB has no such argument, and R's
+        ``predict`` on a model written with :func:`write_rds` uses them too.
 
     Returns
     -------
@@ -155,7 +167,8 @@ def OPNB(
         form: Formulation = CorrectFormulation(lam=lam, V0=V0, C=C, scale=scale)
     else:
         form = RFormulation(lam=lam, V0=V0, C=C, scale=scale, r_defects=r_defects)
-    return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, caller="OPNB")
+    return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, priors=priors,
+               caller="OPNB")
 
 
 def opnb_journal(
@@ -170,6 +183,7 @@ def opnb_journal(
     maxit: int = 100,
     threads: Optional[int] = None,
     callback: Optional[Callback] = None,
+    priors: Any = None,
 ) -> OPNBModel:
     """Fit OPNB as published (the journal version of the paper).
 
@@ -211,6 +225,8 @@ def opnb_journal(
         Threads, as in :func:`OPNB`; the result does not depend on it.
     callback : callable, optional
         Called after each iteration, as in :func:`OPNB`.
+    priors : mapping or array-like of shape (n_classes,), optional
+        The class priors, as in :func:`OPNB` (default the class proportions).
 
     Returns
     -------
@@ -235,7 +251,7 @@ def opnb_journal(
     (3, 2)
     """
     form = JournalFormulation(gamma=gamma, prescale=prescale, V0=V0)
-    return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback,
+    return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, priors=priors,
                caller="opnb_journal")
 
 
@@ -304,8 +320,12 @@ class _Objective:
 
 def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: Optional[int] = 1000,
         maxit: int = 100, threads: Optional[int] = None, callback: Optional[Callback] = None,
-        caller: str = "fit") -> OPNBModel:
+        priors: Any = None, caller: str = "fit") -> OPNBModel:
     """Fit the formulation ``form`` to (X, y): the optimiser's driver.
+
+    ``priors``: the class priors, a mapping from label to prior or one per
+    class in the order of y's levels (:func:`pyopnb._validation.check_priors`);
+    None for the class proportions.
 
     ``caller`` names the public function in warnings. A fit whose
     optimiser outcome is not the formulation's normal one warns once
@@ -332,8 +352,14 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     nbin_v = as_nbin(nbin)
     maxit = check_maxit(maxit)
     thr = _threads.resolve(threads, _threads.work(n, d, nd, K))
+    PI = check_priors(priors, levels)
     names = column_names(X)
-    st = form.setup(Xa, codes, levels, nd, names, nbin_v, thr)
+    # a formulation of one's own whose setup takes no priors is called as before
+    given = {} if PI is None else {"PI": PI}
+    if given and not _takes_priors(form):
+        raise ValueError(f"priors were given, but {type(form).__name__}.setup takes no PI: add the keyword argument "
+                         f"PI=None to it and pass it on (pyopnb.formulation.class_priors)")
+    st = form.setup(Xa, codes, levels, nd, names, nbin_v, thr, **given)
     obj = _Objective(st, d, nd)
     Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
     if obj.r_failed is not None and not st.r_defects:
@@ -357,6 +383,12 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
                       convergence=convergence, unused_levels=unused)
     _check_collapse(model, form, thr, caller)
     return model
+
+
+def _takes_priors(form: Formulation) -> bool:
+    """Whether the formulation's setup takes the keyword PI (or any keyword)."""
+    params = inspect.signature(form.setup).parameters.values()
+    return any(p.name == "PI" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 # training rows a fit's posteriors are looked at on, evenly spaced: enough to see a class told apart anywhere,

@@ -50,7 +50,7 @@ from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem,
 
 __all__ = ["Formulation", "PenalisedFormulation", "RFormulation", "CorrectFormulation", "JournalFormulation",
            "FORMULATIONS", "formulation", "register", "corrected", "Setup", "journal_bandwidths", "r_colmeans",
-           "r_sd", "r_standardise", "r_start", "greedy_order"]
+           "r_sd", "r_standardise", "r_start", "greedy_order", "class_priors"]
 
 # the journal's constant for the kernel (1 + |x|) exp(-|x|) (its footnote 3)
 _SILVERMAN_054 = 0.54
@@ -232,6 +232,14 @@ def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int, threads: Optiona
 
 
 
+def class_priors(codes: np.ndarray, K: int, PI: Optional[np.ndarray] = None) -> np.ndarray:
+    """The priors of a fit: ``PI`` where the caller gave them, else R's, the
+    class proportions n_k / n of the codes 0..K-1."""
+    if PI is not None:
+        return PI
+    return np.bincount(codes, minlength=K) / codes.size
+
+
 class Formulation:
     """What every formulation provides to the fit driver.
 
@@ -245,10 +253,11 @@ class Formulation:
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None) -> Setup:
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
         """The data as optimised, the start V, the evaluator of l bound to
         the problem, ``nbin`` (None: exact sums) and ``threads``, and the
-        penalty."""
+        penalty. ``PI``: the class priors in the order of ``levels``,
+        validated (None: the class proportions, :func:`class_priors`)."""
         raise NotImplementedError
 
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
@@ -344,12 +353,12 @@ class PenalisedFormulation(Formulation):
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None) -> Setup:
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
         thr = _threads.resolve(threads)
         K = levels.size
         mu, scales, Xs = r_standardise(Xa, self.scale, names, thr)
-        PI = np.bincount(codes, minlength=K) / codes.size
-        problem = check_problem(Xs, codes.astype(np.int32), PI, self.bandwidths(Xs, codes, K, thr))
+        problem = check_problem(Xs, codes.astype(np.int32), class_priors(codes, K, PI),
+                                self.bandwidths(Xs, codes, K, thr))
         y1 = codes + 1
         V = r_start(self.V0, Xs, y1, ndim, thr)
         pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
@@ -391,8 +400,8 @@ class RFormulation(PenalisedFormulation):
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None) -> Setup:
-        st = super().setup(Xa, codes, levels, ndim, names, nbin, threads)
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
+        st = super().setup(Xa, codes, levels, ndim, names, nbin, threads, PI)
         problem, thr = st.problem, _threads.resolve(threads)
         # a column's projected spread is at most sum_j |V_jt| ptp(X_j): below the underflow, no projection is needed
         spreads = np.ptp(problem.X, axis=0)
@@ -470,7 +479,7 @@ class JournalFormulation(Formulation):
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None) -> Setup:
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
         thr = _threads.resolve(threads)
         K = levels.size
         # The rows in one order whatever order they came in: a sum's last bits
@@ -487,8 +496,7 @@ class JournalFormulation(Formulation):
             prescale, _ = inv_sqrt(within_between(Xs, codes, K, thr)[0])
             Xs = _linalg.matmul(Xs, prescale, thr)
         h = journal_bandwidths(Xs, codes, K, self.gamma, levels, thr)
-        PI = np.bincount(codes, minlength=K) / codes.size
-        problem = check_problem(Xs, codes.astype(np.int32), PI, h)
+        problem = check_problem(Xs, codes.astype(np.int32), class_priors(codes, K, PI), h)
         if self.V0 is None:
             V = lda_start(Xs, codes, K, ndim, thr)
         else:
