@@ -10,7 +10,7 @@ objective, InterpGrid for the journal's) with its scratch and tables. It knows t
 state was last computed at, so R's greedy column order reads the tables of
 the V it is asked about, never stale ones.
 
-The compiled evaluations share one interface (``pyopnb._core.evaluator``):
+The compiled evaluations share one interface, :class:`CoreEvaluator` (``pyopnb._core.evaluator``):
 ``evaluate(Zt, gradient)`` gives l and n dl/dZ' at Z' = (X V)', and
 ``subset_values`` the greedy order's values. A formulation of one's own that
 needs new arithmetic subclasses it (in Python or Cython) and hands an
@@ -24,7 +24,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._core import colstats, linalg, project
-from ._core.evaluator import Evaluator as CoreEvaluator
+from ._core.evaluator import CoreEvaluator
 from ._core.grid import InterpGrid, RGrid
 from ._core.passes import ExactPasses, LinearPasses
 from ._core.scratch import pooled
@@ -170,7 +170,7 @@ class Evaluator:
 
     def __init__(self, problem: Problem, core: CoreEvaluator, nbin: Optional[int], threads: int):
         if not isinstance(core, CoreEvaluator):
-            raise TypeError(f"core must be a pyopnb._core.evaluator.Evaluator, got {type(core).__name__}")
+            raise TypeError(f"core must be a pyopnb.evaluation.CoreEvaluator, got {type(core).__name__}")
         if core.n != problem.X.shape[0] or core.K != problem.K:
             raise ValueError("core was made for another problem")
         self.problem = problem

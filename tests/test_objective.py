@@ -454,7 +454,7 @@ def test_column_passes_subset_values_are_each_subset_afresh(kind, threads):
     core = make()
 
     def afresh(Zt, chosen, candidates):
-        return _evaluator.Evaluator.subset_values(make(), Zt, chosen, candidates)
+        return _evaluator.CoreEvaluator.subset_values(make(), Zt, chosen, candidates)
 
     for W in (V, V + 0.2 * np.random.default_rng(9).normal(size=V.shape)):
         Zt = _project.project(p.X, W, 1)

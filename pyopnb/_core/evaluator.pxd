@@ -1,6 +1,6 @@
 # The one interface of the compiled evaluations (see evaluator.pyx).
 
-cdef class Evaluator:
+cdef class CoreEvaluator:
     cdef readonly object y0         # int32 [n]: class codes 0..K-1
     cdef readonly object h          # [K]: each class's bandwidth
     cdef readonly object PI         # [K]: the priors PI_k

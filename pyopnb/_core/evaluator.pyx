@@ -16,7 +16,7 @@ import numpy as np
 from pyopnb._core.linalg import c_log_array
 
 
-cdef class Evaluator:
+cdef class CoreEvaluator:
     """l and n dl/dZ' from Z' [ndim, n], for one problem.
 
     Parameters: ``y0`` the class codes 0..K-1 (every class present),

@@ -25,7 +25,7 @@ from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _gri
 from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
-from pyopnb._core.evaluator cimport Evaluator
+from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
 from pyopnb._core.products cimport (pyopnb_block_products, pyopnb_copy_row, pyopnb_grad_points_at_cells,
                                     pyopnb_log_products)
@@ -952,7 +952,7 @@ cdef class InterpGridTables(GridTables):
         return dZ
 
 
-cdef class _GridEvaluator(Evaluator):
+cdef class _GridEvaluator(CoreEvaluator):
     """An evaluator that reads densities on each column's grid: the tables
     of the first number of columns it meets (a fit's), and one set for the
     latest other number (the greedy order's subsets), each built once and
@@ -963,7 +963,7 @@ cdef class _GridEvaluator(Evaluator):
     cdef dict _tables
 
     def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps):
-        Evaluator.__init__(self, y0, h, PI, threads)
+        CoreEvaluator.__init__(self, y0, h, PI, threads)
         if nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need 2 <= nbin < 2**31")
         self.nbin, self.eps = nbin, eps

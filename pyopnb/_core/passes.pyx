@@ -24,7 +24,7 @@ from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _re
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.products cimport pyopnb_grad_points_at_rows, pyopnb_log_products, pyopnb_rows_products
 from pyopnb._core.sort cimport SortMemo, _argsort_memo
-from pyopnb._core.evaluator cimport Evaluator
+from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.simd cimport simd_path
 
 from pyopnb._core.posteriors import product_posteriors
@@ -627,7 +627,7 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     return dZ
 
 
-cdef class _ColumnPasses(Evaluator):
+cdef class _ColumnPasses(CoreEvaluator):
     """l by the column passes in ``mode``, with a scratch kept for every
     evaluation (the shared part of ExactPasses and LinearPasses)."""
     cdef ColumnScratch scratch
@@ -644,7 +644,7 @@ cdef class _ColumnPasses(Evaluator):
                  bint squared_priors):
         if type(self) is _ColumnPasses:
             raise TypeError("make ExactPasses or LinearPasses")
-        Evaluator.__init__(self, y0, h, PI, threads)
+        CoreEvaluator.__init__(self, y0, h, PI, threads)
         self.mode, self.nbin, self.eps = mode, nbin, eps
         self.beta = np.array(beta)
         self.squared_priors = squared_priors
@@ -652,7 +652,7 @@ cdef class _ColumnPasses(Evaluator):
         self.scratch = ColumnScratch(self.y0, self.K, self.h, mode, nbin, eps, self.beta, self.threads)
 
     cpdef void use_threads(self, int count):
-        Evaluator.use_threads(self, count)
+        CoreEvaluator.use_threads(self, count)
         self.scratch.nthr = self.threads
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
@@ -665,7 +665,7 @@ cdef class _ColumnPasses(Evaluator):
                                                   self.beta, self.threads, self.scratch)
 
     cpdef list subset_values(self, object Zt, list chosen, list candidates):
-        """As Evaluator.subset_values, to the bit, with each point's products
+        """As CoreEvaluator.subset_values, to the bit, with each point's products
         over ``chosen`` made once and each candidate's column multiplied into
         them: R's greedy order then sums every column once a step, not
         the chosen ones again for each candidate. The chosen columns'
