@@ -272,8 +272,9 @@ cdef class GridTables:
     [nbin * K] (entry g * K + k) of f with linear binning: R's as they are
     (S_lin, multiplied over the columns at each point: _block_products), the
     journal's in logs (logS_lin, interpolated).
-    ``update(Zt)`` builds them for a Z; the subclasses' methods are the
-    passes over the points. One object serves all of a fit's evaluations, so
+    ``update(Zt)`` builds them for a Z: the shared binning, then each
+    column's own tables (``_column_tables``, each kind's); the subclasses'
+    other methods are the passes over the points. One object serves all of a fit's evaluations, so
     its buffers are allocated once (fresh pages fault at first touch, at
     every evaluation).
 
@@ -286,7 +287,9 @@ cdef class GridTables:
     cdef readonly Py_ssize_t ndim, n, nbin
     cdef Py_ssize_t TK, nblk
     cdef bint _logs_made
-    cdef readonly bint has_gradient, interp
+    cdef readonly bint has_gradient
+    # each point's whole class weight binned into its cell too (R's gradient reads those tables)
+    cdef bint bins_simple
     cdef readonly object Zt, lo, delta, S_lin, logS_lin, S_simple, D_simple
     cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
     # each column's support (see Support), each thread's scratch for one
@@ -310,14 +313,15 @@ cdef class GridTables:
     cdef double* gap_rowsp
     cdef int* stampp
     cdef int* curp
+    cdef double* part_linp          # each (column, block)'s linearly binned class weights
+    cdef double* logS_linp          # [ndim, TK]: log f with linear binning (the journal's; R's, made on demand)
+    cdef double* part_simplep       # the same binned whole into the cells (NULL without a gradient)
     cdef Py_ssize_t gap_row_len
     cdef Kernel psi
     cdef readonly int[:, ::1] cells  # each point's grid cell in each column
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads):
-        cdef int m
-        cdef bint interp = isinstance(self, InterpGridTables)
         if type(self) is GridTables:
             raise TypeError("GridTables is the shared base: make RGridTables or InterpGridTables")
         if ndim < 1 or nbin < 2 or nbin > 2**31 - 1:
@@ -329,27 +333,12 @@ cdef class GridTables:
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self.nblk = _bin_nblk(self.n)
         self.has_gradient = gradient
-        self.interp = interp
         self.Zt = None
         self.lo = np.empty(ndim)
         self.delta = np.empty(ndim)
         # rows outside a column's support keep what they hold: zero, not garbage, at first
         # (R's logs: made when subset_values first asks, see _make_logs)
-        self.S_lin = None if interp else np.zeros((ndim, self.TK))
         self.logS_lin = np.zeros((ndim, self.TK))
-        simple = gradient and not interp
-        self.S_simple = np.empty((ndim, self.TK)) if simple else None
-        self.D_simple = np.empty((ndim, self.TK)) if simple else None
-        if interp:
-            # psi(u) = u K'(u), even: beta_psi[m] = m beta_m - beta_{m-1}
-            if beta.shape[0] > _MAX_ORDER:
-                raise ValueError("beta has too many entries for the interpolated gradient")
-            bpsi = np.zeros(beta.shape[0] + 1)
-            for m in range(beta.shape[0] + 1):
-                bpsi[m] = (m * beta[m] if m < beta.shape[0] else 0.0) - (beta[m - 1] if m > 0 else 0.0)
-            _make_kernel(<double*> cnp.PyArray_DATA(bpsi), bpsi.shape[0], &self.psi)
-            self._Psi = np.empty((ndim, self.TK)) if gradient else None
-            self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
         # each (column, block)'s grid weights, and its extremes
         self._part_lin = np.empty((ndim, self.nblk, self.TK))
         self._part_simple = np.empty((ndim, self.nblk, self.TK)) if gradient else None
@@ -373,7 +362,6 @@ cdef class GridTables:
         self._support_weights = np.empty((self.wk.nthr, nbin * K))
         # each column's decays over its cells (R's gradient, sparse supports), a row a gap as _recurse's T
         self.cell_decay_len = nbin * (self.wk.P.ker.a + 1 if self.wk.P.shared else K)
-        self._cell_decays = np.empty((ndim, self.cell_decay_len)) if gradient and not interp else None
         # each thread's decays of gaps of k cells (sparse supports), for the widest kernel (psi's)
         self.gap_row_len = self.wk.P.ker.a + 2 if self.wk.P.shared else K
         self._gap_rows = np.empty((self.wk.nthr, nbin * self.gap_row_len))
@@ -391,6 +379,15 @@ cdef class GridTables:
         self.maskp = <unsigned char*> cnp.PyArray_DATA(self._mask)
         self.support_positionsp = <double*> cnp.PyArray_DATA(self._support_positions)
         self.support_weightsp = <double*> cnp.PyArray_DATA(self._support_weights)
+        self.part_linp = <double*> cnp.PyArray_DATA(self._part_lin)
+        self.logS_linp = <double*> cnp.PyArray_DATA(self.logS_lin)
+        self.part_simplep = _data_or_null(self._part_simple)
+
+    cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
+        """Column t's tables from its blocks' binned weights, summed (col
+        set on its grid, sp its support; inner: the threads within the
+        column): each kind's own."""
+        pass
 
     def update(self, double[:, ::1] Zt):
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
@@ -400,16 +397,10 @@ cdef class GridTables:
         if Zt.shape[0] != ndim or Zt.shape[1] != n:
             raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
         self.Zt = np.asarray(Zt)
-        cdef bint interp = self.interp
-        cdef bint gradient = self.has_gradient and not interp
+        cdef bint simple = self.bins_simple
         cdef double[::1] lov = self.lo, dv = self.delta
-        cdef double* Tl = _data_or_null(self.logS_lin if interp else self.S_lin)
-        cdef double* Ts = _data_or_null(self.S_simple)
-        cdef double* Td = _data_or_null(self.D_simple)
-        cdef double* PL = _data_or_null(self._part_lin)
-        cdef double* PS = _data_or_null(self._part_simple)
-        cdef double* Tc = _data_or_null(self._cell_decays)
-        cdef Py_ssize_t cell_decay_len = self.cell_decay_len
+        cdef double* PL = self.part_linp
+        cdef double* PS = self.part_simplep
         cdef double[:, ::1] zmn = self._zmin, zmx = self._zmax
         cdef const Classes* P = &self.wk.P
         cdef Column* cols = self.wk.cols
@@ -439,22 +430,14 @@ cdef class GridTables:
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
                 _bin_points(P, &Zt[t, 0], lov[t], dv[t], nbin, i0, i1, &cv[t, 0], &PL[it * TK],
-                            &PS[it * TK] if gradient else NULL)
+                            &PS[it * TK] if simple else NULL)
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]
                 sp = self._column_support(t, tid, True)
                 _set_grid(col, lov[t], dv[t], nbin, not sp.sparse)
                 _reduce_blocks(&PL[t * nblk * TK], nblk, TK)
-                # linear binning; R reads the densities at the cells, the journal interpolates between
-                _grid_sums(P, &P.ker, col, &PL[t * nblk * TK], &Tl[t * TK], NULL, interp, &sp, True,
-                           interp, NULL, False, inner)
-                if gradient:
-                    # R's simple binning: whole weights at the cells: on a sparse support the cells'
-                    # decays are kept for the gradient's sums; on the grid, they are those just made
-                    _reduce_blocks(&PS[t * nblk * TK], nblk, TK)
-                    _grid_sums(P, &P.ker, col, &PS[t * nblk * TK], &Ts[t * TK], &Td[t * TK], 0, &sp, False, False,
-                               &Tc[t * cell_decay_len] if sp.sparse else NULL, not sp.sparse, inner)
+                self._column_tables(t, col, &sp, inner)
         self._logs_made = False
         return self
 
@@ -522,6 +505,36 @@ cdef class RGridTables(GridTables):
     binning (f_NB_cpp's value) and, for the gradient, f and the kernel
     derivative sums D with simple binning (df_NB_cpp), every point reading
     its column's tables at its grid point."""
+    cdef double* S_linp             # [ndim, TK]: f with linear binning, at the grid points
+    cdef double* S_simplep          # [ndim, TK]: f with simple binning (NULL without a gradient)
+    cdef double* D_simplep          # [ndim, TK]: its kernel derivative sums
+    cdef double* cell_decaysp       # [ndim, cell_decay_len]: each column's decays over its cells
+
+    def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
+                  double eps, const double[::1] beta, bint gradient, int num_threads):
+        self.bins_simple = gradient
+        self.S_lin = np.zeros((ndim, self.TK))
+        self.S_simple = np.empty((ndim, self.TK)) if gradient else None
+        self.D_simple = np.empty((ndim, self.TK)) if gradient else None
+        self._cell_decays = np.empty((ndim, self.cell_decay_len)) if gradient else None
+        self.S_linp = <double*> cnp.PyArray_DATA(self.S_lin)
+        self.S_simplep = _data_or_null(self.S_simple)
+        self.D_simplep = _data_or_null(self.D_simple)
+        self.cell_decaysp = _data_or_null(self._cell_decays)
+
+    cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
+        cdef const Classes* P = &self.wk.P
+        cdef Py_ssize_t TK = self.TK, nblk = self.nblk
+        # linear binning, densities read at the cells
+        _grid_sums(P, &P.ker, col, &self.part_linp[t * nblk * TK], &self.S_linp[t * TK], NULL, False, sp, True,
+                   False, NULL, False, inner)
+        if self.bins_simple:
+            # R's simple binning: whole weights at the cells: on a sparse support the cells'
+            # decays are kept for the gradient's sums; on the grid, they are those just made
+            _reduce_blocks(&self.part_simplep[t * nblk * TK], nblk, TK)
+            _grid_sums(P, &P.ker, col, &self.part_simplep[t * nblk * TK], &self.S_simplep[t * TK],
+                       &self.D_simplep[t * TK], 0, sp, False, False,
+                       &self.cell_decaysp[t * self.cell_decay_len] if sp.sparse else NULL, not sp.sparse, inner)
 
     def value_and_posteriors(self, const double[::1] PI, bint posteriors):
         """(l with linear binning, posteriors [n, K] with simple binning or
@@ -788,6 +801,27 @@ cdef class InterpGridTables(GridTables):
     densities on its grid (logs summed in log space, so finite however far a
     grid point lies from a class) interpolated linearly at the points, and
     the exact derivative of that value."""
+
+    def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
+                  double eps, const double[::1] beta, bint gradient, int num_threads):
+        cdef int m
+        self.bins_simple = False
+        # psi(u) = u K'(u), even: beta_psi[m] = m beta_m - beta_{m-1}
+        if beta.shape[0] > _MAX_ORDER:
+            raise ValueError("beta has too many entries for the interpolated gradient")
+        bpsi = np.zeros(beta.shape[0] + 1)
+        for m in range(beta.shape[0] + 1):
+            bpsi[m] = (m * beta[m] if m < beta.shape[0] else 0.0) - (beta[m - 1] if m > 0 else 0.0)
+        _make_kernel(<double*> cnp.PyArray_DATA(bpsi), bpsi.shape[0], &self.psi)
+        self._Psi = np.empty((ndim, self.TK)) if gradient else None
+        self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
+
+    cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
+        cdef const Classes* P = &self.wk.P
+        cdef Py_ssize_t TK = self.TK
+        # linear binning, log densities summed in log space on the whole support (interpolated between)
+        _grid_sums(P, &P.ker, col, &self.part_linp[t * self.nblk * TK], &self.logS_linp[t * TK], NULL, True, sp,
+                   True, True, NULL, False, inner)
 
     def value_and_posteriors(self, const double[::1] PI, bint posteriors):
         """(l, posteriors [n, K] or None) with priors PI, of the log densities
