@@ -25,7 +25,8 @@ import numpy as np
 
 from ._core import colstats, linalg, project
 from ._core.evaluator import CoreEvaluator
-from ._core.grid import InterpGrid, RGrid
+from ._core.interp_grid import InterpGrid
+from ._core.r_grid import RGrid
 from ._core.passes import ExactPasses, LinearPasses
 from ._core.scratch import pooled
 from .ksum import DEFAULT_BETA

@@ -219,7 +219,7 @@ _BETA = np.array([0.25, 0.25])
 @given(seed=st.integers(0, 100_000), n=st.integers(3, 400), ndim=st.integers(1, 9), K=st.integers(2, 5),
        nbin=st.integers(2, 300), groups=st.booleans(), threads=st.integers(1, 3))
 def test_grid_tables_are_r_s_binned_objective(seed, n, ndim, K, nbin, groups, threads):
-    from pyopnb._core import grid as _grid
+    from pyopnb._core import r_grid as _grid
 
     rng = np.random.default_rng(seed)
     n = max(n, K)
@@ -322,7 +322,7 @@ def test_grid_gradient_where_a_class_density_underflows(K):
     the other's grid points, where the c weights are 0 by definition. The
     gradient's two-at-a-time divisions (even and odd K) against the direct
     sums."""
-    from pyopnb._core import grid as _grid
+    from pyopnb._core import r_grid as _grid
 
     rng = np.random.default_rng(K)
     n = 300
@@ -403,7 +403,7 @@ def test_column_scratch_reused_across_evaluations(linear, nbin):
 
 def grid_tables(Zt, p, nbin, gradient, threads):
     """R's binned densities of each column of Z' at its grid points, built."""
-    from pyopnb._core import grid as _grid
+    from pyopnb._core import r_grid as _grid
 
     return _grid.RGridTables(Zt.shape[0], p.y0, p.K, p.h, nbin, 1e-8, _BETA, gradient, threads).update(Zt)
 
@@ -686,7 +686,7 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
 def test_r_binned_value_multiplies_the_tables_over_columns():
     """R's binned value (RGridTables) from products of its density tables at
     the points' cells, where those products underflow: the direct sum of logs."""
-    from pyopnb._core import grid as _grid
+    from pyopnb._core import r_grid as _grid
 
     rng = np.random.default_rng(4)
     n, K, ndim = 90, 3, 30

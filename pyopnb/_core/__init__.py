@@ -6,8 +6,10 @@ Evaluations of l, one interface (``evaluator.pxd``), made once per fit:
     evaluator   the interface: ``evaluate(Zt, gradient)``, ``subset_values``
     passes      ``ExactPasses`` (exact sums) and ``LinearPasses`` (the paper's
                 linear binning), one projected column at a time
-    grid        ``RGrid`` (R's f_NB_cpp / df_NB_cpp) and ``InterpGrid``
-                (the journal's interpolated log densities)
+    grid        the grids' shared support: cells, binning, supports, sums on
+                a grid (``GridTables``, the base of each kind's tables)
+    r_grid      ``RGrid`` (R's f_NB_cpp / df_NB_cpp)
+    interp_grid ``InterpGrid`` (the journal's interpolated log densities)
     posteriors  a row's classes combined: l's terms and the posteriors
     geometry    a projected column's grid (cells, ends, linear binning)
     products.h  a point's class densities multiplied over the columns, and its
@@ -26,5 +28,6 @@ Others: simd (the kernels' vector path, SSE2, AVX2 or AVX-512, chosen at
 run time; simd.h), scratch (the one pool of scratch memory: every module's buffers,
 and the core's NumPy arrays inside ``scratch.arrays()``), sort (argsorts),
 gaussian (OPGD's objective), testing (entry points for tests to pieces
-called from C only), common.pxd / threads.h (OpenMP's thread numbers).
+called from C only), common.pxd / threads.h (OpenMP's thread numbers, and
+the threads a parallel region's work pays for).
 """

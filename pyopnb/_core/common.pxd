@@ -11,7 +11,7 @@ cdef extern from "_core/threads.h" nogil:
     int _entry_threads(int nthr, Py_ssize_t entries)
 
 # how the column passes take a projected column (exported by passes as
-# MODE_EXACT and MODE_LINEAR; R's binned objective is grid.pyx's)
+# MODE_EXACT and MODE_LINEAR; R's binned objective is r_grid.pyx's)
 cdef enum:
     EXACT = 0      # anchors are the sorted points themselves
     LINEAR = 1     # anchors a grid; each point's weight split linearly between its two grid points

@@ -8,7 +8,7 @@ class densities summed by the recursion of _ksum; the passes over the points
 MODE_EXACT (exact sums) and MODE_LINEAR (the correct binned objective: each
 point's weight split linearly between its grid points, densities summed at
 the points). ExactPasses and LinearPasses are the evaluators built on them. R's binned
-objective reads densities at grid points and is grid.pyx's.
+objective reads densities at grid points and is r_grid.pyx's.
 """
 import numpy as np
 cimport numpy as cnp
@@ -47,7 +47,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, Py_ssize_t nbin, int
     # anchors: the points (exact) or the grid; evaluation rows: the points.
     # Sized to what the mode uses: a binned fit at n = 1e6 needs grid-sized
     # tables only. Without points, only the grid's tables (R's binned
-    # objective, grid.pyx, keeps its own buffers for the points).
+    # objective, r_grid.pyx, keeps its own buffers for the points).
     cdef Py_ssize_t G = n if mode == EXACT else nbin
     cdef Py_ssize_t N = (n if n > G else G) if points else G
     cdef Py_ssize_t npt = n if points else 0

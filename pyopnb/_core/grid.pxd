@@ -1,0 +1,105 @@
+# The grids' shared support (grid.pyx), for the binned objectives that read densities on each
+# column's grid: R's (r_grid.pyx) and the journal's (interp_grid.pyx).
+from pyopnb._ksum cimport Kernel
+from pyopnb._core.passes cimport Column, Classes, ColumnScratch
+from pyopnb._core.evaluator cimport CoreEvaluator
+
+
+cdef struct Support:
+    # a column's grid points that matter, increasing: weighted, those that
+    # hold weight (each point's cell and the next, for linear binning);
+    # occupied, the points' cells alone (where R reads densities, where whole
+    # weights sit), with occupied_pos[j] the position of occupied[j] in
+    # weighted; scratch for positions and weights
+    Py_ssize_t* weighted
+    Py_ssize_t m
+    Py_ssize_t* occupied
+    Py_ssize_t* occupied_pos
+    Py_ssize_t mc
+    bint sparse             # sums run over these points alone (else over the whole grid)
+    double* ax              # m: anchors' positions
+    double* W               # m x K weights
+    double* E               # nbin rows: the decay of a gap of k cells, row k (sparse)
+    int* stamp              # nbin: E's row k holds this sum's decay when stamp[k] == cur
+    int* cur
+
+
+cdef inline Py_ssize_t _block_len(int K) noexcept nogil:
+    # points per block: a block's products (2 x K each) stay in cache; a
+    # function of K only, so that block sums do not depend on the threads
+    return max(8, 4096 // K)
+
+
+cdef inline double _cell_frac(double z, double lo, double delta, Py_ssize_t g) noexcept nogil:
+    """A point's place in its cell g, in [0, 1): its linear binning fraction."""
+    return (z - lo) / delta - g
+
+
+cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, const int* cell_of, Py_ssize_t n,
+                             const Py_ssize_t[::1] cols)
+
+
+cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0,
+                          Py_ssize_t m, double* pr1, double* pr2, double* acc1, double* acc2) noexcept nogil
+
+
+cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept nogil
+
+
+cdef void _grid_sums(const Classes* P, const Kernel* ker, Column* col, const double* Wk, double* S,
+                    double* D, bint logs, Support* sp, bint anchors_all, bint eval_all, double* T, bint have_T,
+                    int nthr) noexcept nogil
+
+
+cdef class GridTables:
+    cdef ColumnScratch wk
+    cdef readonly Py_ssize_t ndim, n, nbin
+    cdef Py_ssize_t TK, nblk
+    cdef bint _logs_made
+    cdef readonly bint has_gradient
+    # each point's whole class weight binned into its cell too (R's gradient reads those tables)
+    cdef bint bins_simple
+    cdef readonly object Zt, lo, delta, S_lin, logS_lin, S_simple, D_simple
+    cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
+    # each column's support (see Support), each thread's scratch for one
+    cdef object _weighted, _occupied, _occupied_pos, _nweighted, _noccupied, _sparse, _mask
+    cdef object _support_positions, _support_weights, _stamp, _cur
+    # R's gradient's decays over each column's cells; each thread's decays of gaps of k cells
+    cdef object _cell_decays, _gap_rows
+    # subset_values' per-cell maxima and scaled exponentials of the log tables
+    cdef object _cell_max, _cell_exps
+    cdef object _vp_scratch, _all_cols, _scaled
+    cdef Py_ssize_t cell_decay_len
+    cdef Py_ssize_t* weightedp
+    cdef Py_ssize_t* occupiedp
+    cdef Py_ssize_t* occupied_posp
+    cdef Py_ssize_t* nweightedp
+    cdef Py_ssize_t* noccupiedp
+    cdef unsigned char* sparsep
+    cdef unsigned char* maskp
+    cdef double* support_positionsp
+    cdef double* support_weightsp
+    cdef double* gap_rowsp
+    cdef int* stampp
+    cdef int* curp
+    cdef double* part_linp          # each (column, block)'s linearly binned class weights
+    cdef double* logS_linp          # [ndim, TK]: log f with linear binning (the journal's; R's, made on demand)
+    cdef double* part_simplep       # the same binned whole into the cells (NULL without a gradient)
+    cdef Py_ssize_t gap_row_len
+    cdef Kernel psi
+    cdef readonly int[:, ::1] cells  # each point's grid cell in each column
+
+    cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil
+    cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil
+    cdef Support _summing_column(self, Py_ssize_t t, int tid, Column* col, double lo, double delta,
+                                 double* parts) noexcept nogil
+
+
+cdef class _GridEvaluator(CoreEvaluator):
+    cdef readonly Py_ssize_t nbin
+    cdef object beta
+    cdef double eps
+    cdef dict _tables
+
+    cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient)
+    cdef GridTables _updated(self, object Zt, bint gradient)

@@ -1,0 +1,247 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
+# distutils: language = c++
+"""The journal formulation's binned objective: each column's class log
+densities on its grid, interpolated linearly at the points, and the exact
+derivative of that value (InterpGridTables), and InterpGrid, the evaluator
+built on them. The grids' shared support is grid.pyx's.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.math cimport exp, log, INFINITY
+from libc.string cimport memset
+
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._ksum cimport _make_kernel
+from pyopnb._core.geometry cimport _bin_linear, _grid_motion
+from pyopnb._core.passes cimport Column, Classes
+from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
+from pyopnb._core.linalg import c_log_array
+from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
+from pyopnb._core.grid cimport (GridTables, Support, _GridEvaluator, _block_len, _block_products, _cell_frac,
+                                _column_pointers, _grid_sums, _reduce_blocks)
+
+cnp.import_array()
+
+
+cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const int* cell_of, const double* Zt,
+                        const double* lo, const double* delta, Py_ssize_t n, Py_ssize_t ndim,
+                        Py_ssize_t i0, Py_ssize_t m, double* acc) noexcept nogil:
+    """acc [m, K]: for the points i0..i0+m-1, the sum over the columns (in
+    order) of the tables T [ndim, TK] interpolated linearly between the
+    point's two grid points, (1 - u) T[g] + u T[g + 1]."""
+    cdef Py_ssize_t t, j, i, g
+    cdef int k
+    cdef double u
+    cdef const double* row
+    cdef double* a
+    memset(acc, 0, m * K * sizeof(double))
+    for t in range(ndim):
+        for j in range(m):
+            i = i0 + j
+            g = cell_of[t * n + i]
+            u = _cell_frac(Zt[t * n + i], lo[t], delta[t], g)
+            row = &T[t * TK + g * K]
+            a = &acc[j * K]
+            for k in range(K):
+                a[k] = a[k] + ((1.0 - u) * row[k] + u * row[K + k])
+
+
+cdef class InterpGridTables(GridTables):
+    """The journal formulation's binned objective: each column's class log
+    densities on its grid (logs summed in log space, so finite however far a
+    grid point lies from a class) interpolated linearly at the points, and
+    the exact derivative of that value."""
+
+    def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
+                  double eps, const double[::1] beta, bint gradient, int num_threads):
+        cdef int m
+        self.bins_simple = False
+        # psi(u) = u K'(u), even: beta_psi[m] = m beta_m - beta_{m-1}
+        if beta.shape[0] > _MAX_ORDER:
+            raise ValueError("beta has too many entries for the interpolated gradient")
+        bpsi = np.zeros(beta.shape[0] + 1)
+        for m in range(beta.shape[0] + 1):
+            bpsi[m] = (m * beta[m] if m < beta.shape[0] else 0.0) - (beta[m - 1] if m > 0 else 0.0)
+        _make_kernel(<double*> cnp.PyArray_DATA(bpsi), bpsi.shape[0], &self.psi)
+        self._Psi = np.empty((ndim, self.TK)) if gradient else None
+        self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
+
+    cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
+        cdef const Classes* P = &self.wk.P
+        cdef Py_ssize_t TK = self.TK
+        # linear binning, log densities summed in log space on the whole support (interpolated between)
+        _grid_sums(P, &P.ker, col, &self.part_linp[t * self.nblk * TK], &self.logS_linp[t * TK], NULL, True, sp,
+                   True, True, NULL, False, inner)
+
+    def value_and_posteriors(self, const double[::1] PI, bint posteriors):
+        """(l, posteriors [n, K] or None) with priors PI, of the log densities
+        interpolated linearly between each point's two grid points."""
+        cdef const double[::1] logprior = self._check_built(PI)
+        if posteriors and not self.has_gradient:
+            raise ValueError("tables built without the gradient's")
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
+        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
+        if posteriors and self._post is None:
+            self._post = np.empty((n, K))
+        post = self._post if posteriors else None
+        if self._vp_scratch is None:
+            # each thread's log densities for a block, padded (threads writing
+            # neighbouring rows share cache lines); made once
+            self._vp_scratch = np.empty((self.wk.most, B * K + 16))
+        cdef double* pp = _data_or_null(post)
+        cdef double[::1] tv = self._terms
+        cdef double[:, ::1] av = self._vp_scratch
+        cdef const int* y = self.wk.P.y
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef const double* Zp = _data_or_null(self.Zt)
+        cdef const double* lo = _data_or_null(self.lo)
+        cdef const double* dl = _data_or_null(self.delta)
+        cdef const int* cell_of = &self.cells[0, 0]
+        cdef double total = 0.0
+        with nogil:
+            for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
+                tid = _thread_id()
+                i0 = b * B
+                m = min(B, n - i0)
+                _block_interp(Tl, self.TK, K, cell_of, Zp, lo, dl, n, ndim, i0, m, &av[tid, 0])
+                for j in range(m):
+                    tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
+                                                &pp[(i0 + j) * K] if posteriors else NULL)
+            for i in range(n):
+                total = total + tv[i]
+        return total / n, post
+
+    def gradient(self, const double[:, ::1] post):
+        """n * dl/dZ [ndim, n] of the interpolated value: its exact derivative.
+
+        With s_i = (z_i - lo) / delta a point's place on the grid (cell g_i,
+        fraction u_i), L_k[g] the log density at grid point g and
+        a_ik = 1{y_i = k} - P_ik, n dl/ds_i has two parts:
+          point i as an evaluation point: sum_k a_ik (L_k[g_i + 1] - L_k[g_i]);
+          as a sample point (its class weight w binned linearly):
+            w (Phi_y[g_i + 1] - Phi_y[g_i]), Phi_k = the kernel sums on the grid
+            of c_k[g] = A_k[g] / f_k[g], A_k the a_ik binned as the weights are.
+        The grid moves with the extremes of z (lo, delta); with s fixed, delta
+        also scales the kernel's argument: n dl/ddelta gets
+        (1/delta) sum_k sum_j Wb_k[j] Psi_k[j], Psi_k the grid sums of c_k with
+        the kernel psi(u) = u K'(u), Wb_k the binned class weights.
+        """
+        dZ = self._gradient_out(post, self.has_gradient)
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
+        cdef const Classes* P = &self.wk.P
+        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
+        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
+        cdef double[:, ::1] dv = dZ
+        cdef double* Phi = _data_or_null(self._W)
+        cdef double* Psi = _data_or_null(self._Psi)
+        cdef double* PA = _data_or_null(self._part_simple)
+        cdef double* Wb = _data_or_null(self._part_lin)  # block 0 of each column: its binned weights
+        cdef double* edge = _data_or_null(self._edge)
+        cdef double* pa
+        cdef const double* row
+        cdef const int* cell_of = &self.cells[0, 0]
+        cdef const double* Zp = _data_or_null(self.Zt)
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef double[::1] lo = self.lo, delta = self.delta
+        cdef Column* cols = self.wk.cols
+        cdef Column* col
+        cdef Support sp
+        cdef const double* pp = &post[0, 0]
+        cdef double u, a, e, d, sv, kern, d_lo, d_delta
+        cdef double* ed
+        kdelta = np.zeros(ndim)
+        cdef double[::1] kd = kdelta
+        with nogil:
+            # evaluation-point terms, and the a_ik binned onto the grid by block
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
+                t = it // nblk
+                i0 = (it % nblk) * B
+                i1 = min(n, i0 + B)
+                pa = &PA[it * TK]
+                memset(pa, 0, TK * sizeof(double))
+                for i in range(i0, i1):
+                    g = cell_of[t * n + i]
+                    u = _cell_frac(Zp[t * n + i], lo[t], delta[t], g)
+                    row = &Tl[t * TK + g * K]
+                    e = 0.0
+                    for k in range(K):
+                        a = (1.0 if P.y[i] == k else 0.0) - pp[i * K + k]
+                        # a class whose density underflowed at a grid point (-inf there:
+                        # thousands of bandwidths from all its points) has posterior 0
+                        # here and adds nothing to the value's slope, not 0 * inf
+                        if a != 0.0:
+                            e = e + a * (row[K + k] - row[k])
+                        _bin_linear(&pa[k], g, K, u, a)
+                    dv[t, i] = e
+            # per column: c = A / f on the grid, its sums with K and with psi
+            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
+                tid = _thread_id()
+                col = &cols[tid]
+                pa = &PA[t * nblk * TK]
+                sp = self._summing_column(t, tid, col, lo[t], delta[t], pa)
+                for j in range(TK):
+                    # |c| from logs: f may be far below A's scale
+                    a = pa[j]
+                    pa[j] = 0.0 if a == 0.0 else (exp(log(a) - Tl[t * TK + j]) if a > 0.0
+                                                  else -exp(log(-a) - Tl[t * TK + j]))
+                _grid_sums(P, &P.ker, col, pa, &Phi[t * TK], NULL, 0, &sp, True, True, NULL, False, inner)
+                # psi has one order more: its decay rows differ, unless T holds the exps alone
+                _grid_sums(P, &self.psi, col, pa, &Psi[t * TK], NULL, 0, &sp, True, True, NULL, not P.shared, inner)
+                # the binned weights lie on the support: the rest of the grid adds nothing
+                kern = 0.0
+                for j in range(sp.m):
+                    for k in range(K):
+                        kern = kern + Wb[t * nblk * TK + sp.weighted[j] * K + k] * Psi[t * TK + sp.weighted[j] * K + k]
+                kd[t] = kern / delta[t]
+            # sample-point terms, dz = (dl/ds) / delta, and each block's share of the grid's motion
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
+                t = it // nblk
+                i0 = (it % nblk) * B
+                i1 = min(n, i0 + B)
+                ed = &edge[it * 4]
+                ed[0] = 0.0
+                ed[1] = 0.0
+                imin = i0
+                imax = i0
+                for i in range(i0, i1):
+                    k = P.y[i]
+                    g = cell_of[t * n + i]
+                    d = dv[t, i] + P.wcls[k] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
+                    sv = (Zp[t * n + i] - lo[t]) / delta[t]
+                    dv[t, i] = d / delta[t]
+                    ed[0] = ed[0] - d / delta[t]
+                    ed[1] = ed[1] - sv * d / delta[t]
+                    if Zp[t * n + i] < Zp[t * n + imin]:
+                        imin = i
+                    if Zp[t * n + i] > Zp[t * n + imax]:
+                        imax = i
+                ed[2] = <double> imin
+                ed[3] = <double> imax
+            # the grid's motion, its blocks' shares added in order
+            for t in range(ndim):
+                d_lo = 0.0
+                d_delta = kd[t]
+                imin = <Py_ssize_t> edge[t * nblk * 4 + 2]
+                imax = <Py_ssize_t> edge[t * nblk * 4 + 3]
+                for b in range(nblk):
+                    ed = &edge[(t * nblk + b) * 4]
+                    d_lo = d_lo + ed[0]
+                    d_delta = d_delta + ed[1]
+                    if Zp[t * n + <Py_ssize_t> ed[2]] < Zp[t * n + imin]:
+                        imin = <Py_ssize_t> ed[2]
+                    if Zp[t * n + <Py_ssize_t> ed[3]] > Zp[t * n + imax]:
+                        imax = <Py_ssize_t> ed[3]
+                _grid_motion(&dv[t, 0], imin, imax, d_lo, d_delta, nbin)
+        return dZ
+
+
+cdef class InterpGrid(_GridEvaluator):
+    """The journal's binned objective: each column's class log densities on
+    ``nbin`` grid points interpolated linearly at the points, and the exact
+    derivative of that value."""
+
+    cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
+        return InterpGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
+                                self.most_threads)

@@ -1,0 +1,340 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
+# distutils: language = c++
+"""R's binned objective: f_NB_cpp's value and df_NB_cpp's gradient
+(RGridTables), and RGrid, the evaluator built on them. Every point reads
+its class densities at its grid point (its cell), so each column comes down
+to tables [nbin, K] at the grid points; the passes over the points read all
+columns' tables for a block of points at a time. The grids' shared support
+is grid.pyx's.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.math cimport exp, log, INFINITY
+from libc.string cimport memset
+
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._ksum cimport _make_kernel
+from pyopnb._core.geometry cimport _bin_linear, _grid_motion
+from pyopnb._core.passes cimport Column, Classes
+from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
+from pyopnb._core.linalg import c_log_array
+from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
+from pyopnb._core.grid cimport (GridTables, Support, _GridEvaluator, _block_len, _block_products, _cell_frac,
+                                _column_pointers, _grid_sums, _reduce_blocks)
+
+cnp.import_array()
+
+
+cdef class RGridTables(GridTables):
+    """R's binned objective as a fit evaluates it: tables of f with linear
+    binning (f_NB_cpp's value) and, for the gradient, f and the kernel
+    derivative sums D with simple binning (df_NB_cpp), every point reading
+    its column's tables at its grid point."""
+    cdef double* S_linp             # [ndim, TK]: f with linear binning, at the grid points
+    cdef double* S_simplep          # [ndim, TK]: f with simple binning (NULL without a gradient)
+    cdef double* D_simplep          # [ndim, TK]: its kernel derivative sums
+    cdef double* cell_decaysp       # [ndim, cell_decay_len]: each column's decays over its cells
+
+    def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
+                  double eps, const double[::1] beta, bint gradient, int num_threads):
+        self.bins_simple = gradient
+        self.S_lin = np.zeros((ndim, self.TK))
+        self.S_simple = np.empty((ndim, self.TK)) if gradient else None
+        self.D_simple = np.empty((ndim, self.TK)) if gradient else None
+        self._cell_decays = np.empty((ndim, self.cell_decay_len)) if gradient else None
+        self.S_linp = <double*> cnp.PyArray_DATA(self.S_lin)
+        self.S_simplep = _data_or_null(self.S_simple)
+        self.D_simplep = _data_or_null(self.D_simple)
+        self.cell_decaysp = _data_or_null(self._cell_decays)
+
+    cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
+        cdef const Classes* P = &self.wk.P
+        cdef Py_ssize_t TK = self.TK, nblk = self.nblk
+        # linear binning, densities read at the cells
+        _grid_sums(P, &P.ker, col, &self.part_linp[t * nblk * TK], &self.S_linp[t * TK], NULL, False, sp, True,
+                   False, NULL, False, inner)
+        if self.bins_simple:
+            # R's simple binning: whole weights at the cells: on a sparse support the cells'
+            # decays are kept for the gradient's sums; on the grid, they are those just made
+            _reduce_blocks(&self.part_simplep[t * nblk * TK], nblk, TK)
+            _grid_sums(P, &P.ker, col, &self.part_simplep[t * nblk * TK], &self.S_simplep[t * TK],
+                       &self.D_simplep[t * TK], 0, sp, False, False,
+                       &self.cell_decaysp[t * self.cell_decay_len] if sp.sparse else NULL, not sp.sparse, inner)
+
+    def value_and_posteriors(self, const double[::1] PI, bint posteriors):
+        """(l with linear binning, posteriors [n, K] with simple binning or
+        None) with priors PI, each point's densities read at its grid point,
+        as R's f_NB_cpp and df_NB_cpp, and combined from their products
+        (_row_posterior_products)."""
+        logprior = self._check_built(PI)
+        if posteriors and self.S_simple is None:
+            raise ValueError("tables built without the gradient's")
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
+        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
+        if posteriors and self._post is None:
+            self._post = np.empty((n, K))
+        post = self._post if posteriors else None
+        terms = self._terms
+        if self._vp_scratch is None:
+            # each thread's products for a block, linear and simple binning,
+            # their closed logs, and a row's logs, padded (threads writing
+            # neighbouring rows share cache lines); made once
+            self._vp_scratch = np.empty((self.wk.most, 4 * B * K + K + 16))
+            self._all_cols = np.arange(ndim, dtype=np.intp)
+        cdef double* pp = _data_or_null(post)
+        cdef double[::1] tv = terms
+        cdef const double[::1] lpv = logprior
+        cdef double[:, ::1] av = self._vp_scratch
+        cdef const Py_ssize_t[::1] colv = self._all_cols
+        cdef const int* y = self.wk.P.y
+        cdef const double* Tl = _data_or_null(self.S_lin)
+        cdef const double* Ts = _data_or_null(self.S_simple)
+        cdef const int* cell_of = &self.cells[0, 0]
+        cdef Py_ssize_t TK = self.TK
+        cdef double total = 0.0
+        cdef double* lf
+        cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, cell_of, n, colv)
+        with nogil:
+            for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
+                tid = _thread_id()
+                i0 = b * B
+                m = min(B, n - i0)
+                lf = &av[tid, 0]
+                _block_products(self.wk.P.simd, pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &lf[B * K],
+                                &lf[2 * B * K], &lf[3 * B * K])
+                for j in range(m):
+                    tv[i0 + j] = _row_posterior_products(&lf[j * K], &lf[(2 * B + j) * K], &PI[0], &lpv[0], K,
+                                                         y[i0 + j], NULL, True, &lf[4 * B * K])
+                if posteriors:
+                    for j in range(m):
+                        _row_posterior_products(&lf[(B + j) * K], &lf[(3 * B + j) * K], &PI[0], &lpv[0], K,
+                                                y[i0 + j], &pp[(i0 + j) * K], False, &lf[4 * B * K])
+            # summed in order, so that the value does not depend on the threads
+            for i in range(n):
+                total = total + tv[i]
+        return total / n, post
+
+    cdef void _make_logs(self):
+        """logS_lin = log S_lin at each column's cells (its support's occupied cells: all
+        that subset_values reads), once per update."""
+        cdef Py_ssize_t t, j, e
+        cdef int k, K = self.wk.P.K
+        cdef Support sp
+        cdef double[:, ::1] T = self.S_lin
+        cdef double[:, ::1] L = self.logS_lin
+        if self._logs_made:
+            return
+        if self._scaled is not None:
+            self._scaled[:] = 0  # new logs: every column's scaled rows are stale
+        for t in range(self.ndim):
+            sp = self._column_support(t, 0, False)
+            for j in range(sp.mc):
+                e = sp.occupied[j] * K
+                for k in range(K):
+                    L[t, e + k] = log(T[t, e + k])
+        self._logs_made = True
+
+    cdef void _scale_rows(self, Py_ssize_t t):
+        """subset_values' scaled rows of column t at its cells, once per
+        update (the greedy order asks for a column at every step until it
+        is chosen): M, each row's largest log (NaN where one is NaN, as
+        numpy's max), and E = exp(logS_lin - M). Only at the cells: over
+        whole grids these exps were most of a small fit's greedy ordering."""
+        cdef Py_ssize_t j, e, g
+        cdef int k, K = self.wk.P.K
+        cdef double mx, v
+        if self._cell_max is None:
+            self._cell_max = np.zeros((self.ndim, self.nbin))
+            self._cell_exps = np.zeros((self.ndim, self.TK))
+            self._scaled = np.zeros(self.ndim, dtype=np.uint8)
+        cdef unsigned char[::1] done = self._scaled
+        if done[t]:
+            return
+        done[t] = 1
+        cdef Support sp = self._column_support(t, 0, False)
+        cdef double[:, ::1] L = self.logS_lin
+        cdef double[:, ::1] M = self._cell_max
+        cdef double[:, ::1] E = self._cell_exps
+        for j in range(sp.mc):
+            g = sp.occupied[j]
+            e = g * K
+            mx = -INFINITY
+            for k in range(K):
+                v = L[t, e + k]
+                if v != v:
+                    mx = v
+                    break
+                if v > mx:
+                    mx = v
+            M[t, g] = mx
+            for k in range(K):
+                # the C library's exp: numpy's differs by SIMD level
+                E[t, e + k] = exp(L[t, e + k] - mx)
+
+    def subset_values(self, base, candidates, const double[::1] PI):
+        """l (linear binning) of the columns base + [j], for each j in candidates:
+        objective_and_gradient(V[:, base + [j]]) up to rounding.
+
+        Each column's tables are built once, so R's greedy ordering costs a
+        pass over the points per step. A point's log-sum-exp over the classes
+        is split into the base's part and the candidate's: with
+        a_ik = exp(logprior_k + B_ik - m_i) (B the base columns' log densities,
+        from S_lin as value_and_posteriors takes them) and
+        E_tgk = exp(logf_tgk - M_tg) (the candidate's logS_lin, each grid row
+        scaled by its largest entry), log sum_k exp(...) = m_i + M_tg +
+        log sum_k a_ik E_tgk. The exponentials are then per point and per grid
+        cell, not per point and candidate: one log per candidate instead of K
+        exps. Where the sum would underflow (the base and the candidate put a
+        point in different classes by over 575 nats) the point takes the
+        direct log-sum-exp.
+        """
+        cdef const double[::1] logprior = self._check_built(PI)
+        self._make_logs()
+        bcols = np.ascontiguousarray(base, dtype=np.intp).reshape(-1)
+        ccols = np.ascontiguousarray(candidates, dtype=np.intp).reshape(-1)
+        for arr in (bcols, ccols):
+            if arr.size and (arr.min() < 0 or arr.max() >= self.ndim):
+                raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
+        cdef Py_ssize_t n = self.n, j, b, i0, m, g
+        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = _region_threads(self.wk.nthr, n * self.ndim * self.wk.P.K)
+        cdef int nb = bcols.size, nc = ccols.size
+        cdef const double* row
+        cdef const double* er
+        cdef double* ar
+        cdef double s, mx
+        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B, t
+        if nc == 0:
+            return np.empty(0)
+        bcols = np.r_[bcols, 0]  # never empty
+        cdef const Py_ssize_t[::1] bv = bcols
+        cdef const Py_ssize_t[::1] ccv = ccols
+        for c in range(nc):
+            self._scale_rows(ccv[c])
+        cdef const double[:, ::1] Mv = self._cell_max
+        cdef const double[:, ::1] Ev = self._cell_exps
+        part = np.zeros((nblk, nc))
+        rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
+        accs = np.empty((nthr, 2 * B * K + 16))
+        aexp = np.empty((nthr, B * K))
+        amax = np.empty((nthr, B))
+        cdef double[:, ::1] pv = part
+        cdef double[:, ::1] rv = rows
+        cdef double[:, ::1] av = accs
+        cdef double[:, ::1] xv = aexp
+        cdef double[:, ::1] mv = amax
+        cdef const int* y = self.wk.P.y
+        cdef const double* Tl = _data_or_null(self.logS_lin)
+        cdef const double* Sl = _data_or_null(self.S_lin)
+        cdef const int* cell_of = &self.cells[0, 0]
+        cdef Py_ssize_t TK = self.TK
+        cdef const Py_ssize_t[:, ::1] bp = _column_pointers(Sl, NULL, TK, cell_of, n, bv)
+        with nogil:
+            for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
+                tid = _thread_id()
+                i0 = b * B
+                m = min(B, n - i0)
+                _block_products(self.wk.P.simd, bp, nb, 1, K, i0, m, &av[tid, 0], NULL, &av[tid, B * K], NULL)
+                pyopnb_log_products(m * K, &av[tid, 0], &av[tid, B * K])
+                for j in range(m):
+                    ar = &xv[tid, j * K]
+                    mx = -INFINITY
+                    for k in range(K):
+                        ar[k] = logprior[k] + av[tid, j * K + k]
+                        if ar[k] > mx:
+                            mx = ar[k]
+                    for k in range(K):
+                        ar[k] = exp(ar[k] - mx)
+                    mv[tid, j] = mx
+                for c in range(nc):
+                    t = ccv[c]
+                    for j in range(m):
+                        g = cell_of[t * n + i0 + j]
+                        yi = y[i0 + j]
+                        row = &Tl[t * TK + g * K]
+                        er = &Ev[t, g * K]
+                        ar = &xv[tid, j * K]
+                        s = 0.0
+                        for k in range(K):
+                            s = s + ar[k] * er[k]
+                        if s >= 1e-250:  # false for NaN (a row of -inf)
+                            pv[b, c] += (logprior[yi] + av[tid, j * K + yi] + row[yi]
+                                         - (mv[tid, j] + Mv[t, g] + log(s)))
+                        else:
+                            for k in range(K):
+                                rv[tid, k] = av[tid, j * K + k] + row[k]
+                            pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, yi, NULL)
+        return part.sum(axis=0) / n
+
+    def gradient(self, const double[:, ::1] post):
+        """n * dl/dZ [ndim, n] of df_NB_cpp, given the posteriors [n, K].
+
+        The derivative in each z_it: point i as an evaluation point,
+        -sum_k c_ik D_kt(g_i) / h_k with c_ik = (1{y_i = k} - P_ik) / f_kt(g_i),
+        and as a sample point, the kernel sums of the c weights (binned whole
+        into the point's cell) at its grid point. The c weights are added per
+        (column, block of points) into the block's grid, the blocks then in
+        order (as update's).
+        """
+        dZ = self._gradient_out(post, self.S_simple is not None)
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
+        cdef const Classes* P = &self.wk.P
+        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
+        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
+        cdef double[:, ::1] dv = dZ
+        cdef double* DW = _data_or_null(self._W)
+        cdef double* Tc = _data_or_null(self._cell_decays)
+        cdef Py_ssize_t cell_decay_len = self.cell_decay_len
+        cdef double* PW = _data_or_null(self._part_lin)
+        cdef double* pw
+        cdef const int* cell_of = &self.cells[0, 0]
+        cdef double[::1] lo = self.lo, delta = self.delta
+        cdef double* Ts = _data_or_null(self.S_simple)
+        cdef double* Td = _data_or_null(self.D_simple)
+        cdef Column* cols = self.wk.cols
+        cdef Column* col
+        cdef Support sp
+        cdef const double* pp = &post[0, 0]
+        with nogil:
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
+                t = it // nblk
+                i0 = (it % nblk) * B
+                i1 = min(n, i0 + B)
+                pw = &PW[it * TK]
+                memset(pw, 0, TK * sizeof(double))
+                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pw, &cell_of[t * n], pp, P.y, i0, i1,
+                                            K, P.h, P.shared, &dv[t, 0])
+            # the sample-point term: sums of each column's c weights at its grid
+            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
+                tid = _thread_id()
+                col = &cols[tid]
+                sp = self._summing_column(t, tid, col, lo[t], delta[t], &PW[t * nblk * TK])
+                _grid_sums(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, &sp, False, False,
+                           &Tc[t * cell_decay_len] if sp.sparse else NULL, sp.sparse, inner)
+            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
+                t = it // nblk
+                i0 = (it % nblk) * B
+                i1 = min(n, i0 + B)
+                for i in range(i0, i1):
+                    k = P.y[i]
+                    dv[t, i] -= P.wh[k] * DW[t * TK + cell_of[t * n + i] * K + k]
+        return dZ
+
+
+cdef class RGrid(_GridEvaluator):
+    """R's binned objective (f_NB_cpp's value, df_NB_cpp's gradient, which
+    is not its derivative), on ``nbin`` grid points per column."""
+
+    cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
+        return RGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
+                           self.most_threads)
+
+    cpdef list subset_values(self, object Zt, list chosen, list candidates):
+        """Read off the columns' tables (each column's grid densities do not
+        depend on the others): a pass over the points per step."""
+        cdef GridTables tables = self._tables.get(np.shape(Zt)[0])
+        if tables is None or tables.Zt is None or not np.array_equal(tables.Zt, Zt):
+            tables = self._updated(Zt, False)
+        tables.wk.nthr = self.threads
+        return list(tables.subset_values(chosen, candidates, self.PI))
