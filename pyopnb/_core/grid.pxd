@@ -46,9 +46,21 @@ cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, in
 cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept nogil
 
 
-cdef void _grid_sums(const Classes* P, const Kernel* ker, Column* col, const double* Wk, double* S,
-                    double* D, bint logs, Support* sp, bint anchors_all, bint eval_all, double* T, bint have_T,
-                    int nthr) noexcept nogil
+cdef struct GridSum:
+    # one kernel sum on a column's grid (_grid_sums)
+    const Kernel* ker       # the kernel: the fit's, or the journal's psi(u) = u K'(u)
+    const double* weights   # [nbin, K]: the grid weights, each class's column in its bandwidth
+    double* S               # [nbin, K]: the sums, or NULL (with logs, their logs)
+    double* D               # [nbin, K]: the sums of the kernel's derivative, or NULL
+    bint logs               # S in logs, summed in log space (finite however far a grid point is from a
+                            # class's weights: the journal's tables)
+    bint anchors_all        # the weights lie on the whole support (linear binning), else on the cells
+    bint eval_all           # the sums wanted on the whole support, else at the cells (R's readings)
+    double* decays          # where the anchors' decays go (NULL: the column scratch's table)
+    bint have_decays        # they are there already (the same anchors as an earlier sum)
+
+
+cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil
 
 
 cdef class GridTables:

@@ -119,44 +119,36 @@ cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned cha
     sp.sparse = 10 * m <= _DENSE * nbin
 
 
-cdef void _grid_sums(const Classes* P, const Kernel* ker, Column* col, const double* Wk, double* S,
-                    double* D, bint logs, Support* sp, bint anchors_all, bint eval_all, double* T, bint have_T,
-                    int nthr) noexcept nogil:
-    """Kernel sums (kernel ker) at the column's grid points of grid weights
-    Wk [nbin, K], each class in its bandwidth: S and D [nbin, K], either
-    NULL if not wanted, at the support's points only (the other rows are
-    left as they were). The weights lie on the whole support (anchors_all:
-    linear binning) or on the cells; the sums are wanted on the whole
-    support (eval_all) or at the cells (R's readings). logs: S holds log
-    sums, summed in log space (finite however far a grid point is from a
-    class's weights: the journal's tables). A sparse
-    support's sums run over its points alone, else over the whole grid.
-    T: where the anchors' decays go (NULL: the column scratch's table);
-    have_T: they are there already (the same anchors as an earlier sum)."""
-    cdef Py_ssize_t j, m = sp.m if anchors_all else sp.mc, me = sp.m if eval_all else sp.mc
-    cdef const Py_ssize_t* anc = sp.weighted if anchors_all else sp.occupied
-    cdef const Py_ssize_t* ev = sp.weighted if eval_all else sp.occupied
+cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil:
+    """The kernel sums ``g`` asks for (see GridSum) at the column's grid
+    points, each class in its bandwidth, at the support's points only (the
+    other rows are left as they were). A sparse support's sums run over its
+    points alone, else over the whole grid."""
+    cdef Py_ssize_t j, m = sp.m if g.anchors_all else sp.mc, me = sp.m if g.eval_all else sp.mc
+    cdef const Py_ssize_t* anc = sp.weighted if g.anchors_all else sp.occupied
+    cdef const Py_ssize_t* ev = sp.weighted if g.eval_all else sp.occupied
     cdef const Py_ssize_t* lo
     cdef int K = P.K
-    # the column's tables, with the decays in T where asked (the column's own stay as they are)
+    cdef bint have_decays = g.have_decays
+    # the column's tables, with the decays in g.decays where asked (the column's own stay as they are)
     cdef RunningSums tb = col.tb
-    if T != NULL:
-        tb.decay = T
+    if g.decays != NULL:
+        tb.decay = g.decays
     # (the evaluation points are grid points, on their anchors: no positions to give)
     if sp.sparse:
         for j in range(m):
             sp.ax[j] = _grid_at(col, anc[j])
-            pyopnb_copy_row(&Wk[anc[j] * K], K, &sp.W[j * K])
-        if not have_T:
-            _cell_gap_decays(P, ker, col.delta, anc, m, sp, tb.decay)
-            have_T = True
+            pyopnb_copy_row(&g.weights[anc[j] * K], K, &sp.W[j * K])
+        if not have_decays:
+            _cell_gap_decays(P, g.ker, col.delta, anc, m, sp, tb.decay)
+            have_decays = True
         # an evaluation point's anchor: itself, found by its place among the anchors
-        lo = sp.occupied_pos if (anchors_all and not eval_all) else col.ident
-        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, ker, &tb, NULL, lo, me, ev, S, D,
-                         logs, have_T, nthr)
+        lo = sp.occupied_pos if (g.anchors_all and not g.eval_all) else col.ident
+        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, g.ker, &tb, NULL, lo, me, ev, g.S, g.D,
+                         g.logs, have_decays, nthr)
     else:
-        _sums_on_anchors(col.anchors, P.nbin, Wk, K, P.h, P.shared, ker, &tb, NULL, ev, me, ev, S, D,
-                         logs, have_T, nthr)
+        _sums_on_anchors(col.anchors, P.nbin, g.weights, K, P.h, P.shared, g.ker, &tb, NULL, ev, me, ev, g.S, g.D,
+                         g.logs, have_decays, nthr)
 
 
 cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, const Py_ssize_t* anc,

@@ -18,7 +18,7 @@ from pyopnb._core.passes cimport Column, Classes
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
-from pyopnb._core.grid cimport (GridTables, Support, _GridEvaluator, _block_len, _block_products, _cell_frac,
+from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products, _cell_frac,
                                 _column_pointers, _grid_sums, _reduce_blocks)
 
 cnp.import_array()
@@ -71,8 +71,9 @@ cdef class InterpGridTables(GridTables):
         cdef const Classes* P = &self.wk.P
         cdef Py_ssize_t TK = self.TK
         # linear binning, log densities summed in log space on the whole support (interpolated between)
-        _grid_sums(P, &P.ker, col, &self.part_linp[t * self.nblk * TK], &self.logS_linp[t * TK], NULL, True, sp,
-                   True, True, NULL, False, inner)
+        cdef GridSum g = GridSum(ker=&P.ker, weights=&self.part_linp[t * self.nblk * TK], S=&self.logS_linp[t * TK],
+                                 D=NULL, logs=True, anchors_all=True, eval_all=True, decays=NULL, have_decays=False)
+        _grid_sums(P, col, sp, &g, inner)
 
     def value_and_posteriors(self, const double[::1] PI, bint posteriors):
         """(l, posteriors [n, K] or None) with priors PI, of the log densities
@@ -148,6 +149,7 @@ cdef class InterpGridTables(GridTables):
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef Support sp
+        cdef GridSum column_sum
         cdef const double* pp = &post[0, 0]
         cdef double u, a, e, d, sv, kern, d_lo, d_delta
         cdef double* ed
@@ -186,9 +188,13 @@ cdef class InterpGridTables(GridTables):
                     a = pa[j]
                     pa[j] = 0.0 if a == 0.0 else (exp(log(a) - Tl[t * TK + j]) if a > 0.0
                                                   else -exp(log(-a) - Tl[t * TK + j]))
-                _grid_sums(P, &P.ker, col, pa, &Phi[t * TK], NULL, 0, &sp, True, True, NULL, False, inner)
-                # psi has one order more: its decay rows differ, unless T holds the exps alone
-                _grid_sums(P, &self.psi, col, pa, &Psi[t * TK], NULL, 0, &sp, True, True, NULL, not P.shared, inner)
+                column_sum = GridSum(ker=&P.ker, weights=pa, S=&Phi[t * TK], D=NULL, logs=False, anchors_all=True,
+                                     eval_all=True, decays=NULL, have_decays=False)
+                _grid_sums(P, col, &sp, &column_sum, inner)
+                # psi has one order more: its decay rows differ, unless they hold the exps alone
+                column_sum = GridSum(ker=&self.psi, weights=pa, S=&Psi[t * TK], D=NULL, logs=False,
+                                     anchors_all=True, eval_all=True, decays=NULL, have_decays=not P.shared)
+                _grid_sums(P, col, &sp, &column_sum, inner)
                 # the binned weights lie on the support: the rest of the grid adds nothing
                 kern = 0.0
                 for j in range(sp.m):

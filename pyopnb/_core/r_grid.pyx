@@ -20,7 +20,7 @@ from pyopnb._core.passes cimport Column, Classes
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
-from pyopnb._core.grid cimport (GridTables, Support, _GridEvaluator, _block_len, _block_products, _cell_frac,
+from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products, _cell_frac,
                                 _column_pointers, _grid_sums, _reduce_blocks)
 
 cnp.import_array()
@@ -51,16 +51,19 @@ cdef class RGridTables(GridTables):
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
         cdef const Classes* P = &self.wk.P
         cdef Py_ssize_t TK = self.TK, nblk = self.nblk
+        cdef double* decays = &self.cell_decaysp[t * self.cell_decay_len] if sp.sparse else NULL
         # linear binning, densities read at the cells
-        _grid_sums(P, &P.ker, col, &self.part_linp[t * nblk * TK], &self.S_linp[t * TK], NULL, False, sp, True,
-                   False, NULL, False, inner)
+        cdef GridSum g = GridSum(ker=&P.ker, weights=&self.part_linp[t * nblk * TK], S=&self.S_linp[t * TK], D=NULL,
+                                 logs=False, anchors_all=True, eval_all=False, decays=NULL, have_decays=False)
+        _grid_sums(P, col, sp, &g, inner)
         if self.bins_simple:
             # R's simple binning: whole weights at the cells: on a sparse support the cells'
             # decays are kept for the gradient's sums; on the grid, they are those just made
             _reduce_blocks(&self.part_simplep[t * nblk * TK], nblk, TK)
-            _grid_sums(P, &P.ker, col, &self.part_simplep[t * nblk * TK], &self.S_simplep[t * TK],
-                       &self.D_simplep[t * TK], 0, sp, False, False,
-                       &self.cell_decaysp[t * self.cell_decay_len] if sp.sparse else NULL, not sp.sparse, inner)
+            g = GridSum(ker=&P.ker, weights=&self.part_simplep[t * nblk * TK], S=&self.S_simplep[t * TK],
+                        D=&self.D_simplep[t * TK], logs=False, anchors_all=False, eval_all=False, decays=decays,
+                        have_decays=not sp.sparse)
+            _grid_sums(P, col, sp, &g, inner)
 
     def value_and_posteriors(self, const double[::1] PI, bint posteriors):
         """(l with linear binning, posteriors [n, K] with simple binning or
@@ -295,6 +298,8 @@ cdef class RGridTables(GridTables):
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef Support sp
+        cdef GridSum g
+        cdef double* decays
         cdef const double* pp = &post[0, 0]
         with nogil:
             for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
@@ -310,8 +315,10 @@ cdef class RGridTables(GridTables):
                 tid = _thread_id()
                 col = &cols[tid]
                 sp = self._summing_column(t, tid, col, lo[t], delta[t], &PW[t * nblk * TK])
-                _grid_sums(P, &P.ker, col, &PW[t * nblk * TK], NULL, &DW[t * TK], 0, &sp, False, False,
-                           &Tc[t * cell_decay_len] if sp.sparse else NULL, sp.sparse, inner)
+                decays = &Tc[t * cell_decay_len] if sp.sparse else NULL
+                g = GridSum(ker=&P.ker, weights=&PW[t * nblk * TK], S=NULL, D=&DW[t * TK], logs=False,
+                            anchors_all=False, eval_all=False, decays=decays, have_decays=sp.sparse)
+                _grid_sums(P, col, &sp, &g, inner)
             for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
                 i0 = (it % nblk) * B
