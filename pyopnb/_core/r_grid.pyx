@@ -13,14 +13,11 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
-from pyopnb._ksum cimport _make_kernel
-from pyopnb._core.geometry cimport _bin_linear, _grid_motion
+from pyopnb._core.common cimport _data_or_null, _region_threads, _thread_id
 from pyopnb._core.passes cimport Column, Classes
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
-from pyopnb._core.linalg import c_log_array
 from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
-from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products, _cell_frac,
+from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
                                 _column_pointers, _grid_sums, _reduce_blocks)
 
 cnp.import_array()
