@@ -34,12 +34,10 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, log1p, floor, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _max_threads, _region_threads
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _entry_threads, _max_threads, _region_threads
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 # gaps remembered by _gap_decays
 DEF _GAP_CACHE = 4
-# the recursion runs its passes side by side from this many anchors
-DEF _PAR_ANCHORS = 4096
 
 from pyopnb._core.decay cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
 from pyopnb._core.sort cimport _argsort
@@ -170,9 +168,8 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     if G == 0:
         return
     nthr = _region_threads(nthr, G * r)
-    if nthr == 1 or G < _PAR_ANCHORS:
-        # no parallel region: a team of one still costs a futex wake-up, and a
-        # team for a few anchors more than the passes (kernel naive Bayes' small classes)
+    if nthr == 1:
+        # no parallel region: a team of one still costs a futex wake-up
         if not have_T:
             _gap_decays(anchors, 1, G, h, shared, a, r, T)
         _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)
@@ -488,7 +485,8 @@ cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa
     lo nondecreasing (exact sums at the sample, grid sums at grid points):
     on one thread, with the default kernel, the passes then run as one
     sweep (_core/sweep.h)."""
-    nthr = _region_threads(nthr, (G + m) * r)
+    # one thread when neither region's work pays for a team (_recurse's and _evaluate_chunks' own caps)
+    nthr = max(_region_threads(nthr, G * r), _region_threads(nthr, m * r))
     if e == NULL and nthr == 1 and ker.a == 1 and not logS:
         if not have_T:
             _gap_decays(anchors, 1, G, h, shared, 1, r, tb.decay)
@@ -566,15 +564,15 @@ cdef int _sample_sums(const double* x, Py_ssize_t n, const double* W, int r, dou
     anchors [n], Wa [n, r], lo [m], tb for n anchors. Returns -1 when out
     of memory (the sort's)."""
     cdef Py_ssize_t q
+    cdef int copy_thr = _entry_threads(nthr, n * r)
     nthr = _region_threads(nthr, n * r)
     if _argsort(x, n, order, anchors, nthr):
         return -1
-    if nthr == 1 or n * r < 65536:
-        # no OpenMP region for a short copy: class_sums calls this per (column, class)
+    if copy_thr == 1:
         _sorted_rows(W, r, order, Wa, 0, n)
     else:
-        for q in prange(nthr, num_threads=nthr, schedule="static"):
-            _sorted_rows(W, r, order, Wa, q * n // nthr, (q + 1) * n // nthr)
+        for q in prange(copy_thr, num_threads=copy_thr, schedule="static"):
+            _sorted_rows(W, r, order, Wa, q * n // copy_thr, (q + 1) * n // copy_thr)
     if es == NULL:
         # in sorted order; a point's anchor is its tie group's last
         _last_of_ties(anchors, n, lo)

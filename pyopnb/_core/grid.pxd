@@ -101,6 +101,9 @@ cdef class GridTables:
     cdef Kernel psi
     cdef readonly int[:, ::1] cells  # each point's grid cell in each column
 
+    cdef int nthr                   # the passes' team: the threads given, capped by a pass's work (_run_on)
+
+    cdef void _run_on(self, int threads)
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil
     cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil
     cdef Support _summing_column(self, Py_ssize_t t, int tid, Column* col, double lo, double delta,

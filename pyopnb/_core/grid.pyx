@@ -243,6 +243,7 @@ cdef class GridTables:
         self.wk = ColumnScratch(y, K, h, LINEAR, nbin, eps, beta, num_threads, False)
         self.wk._ensure(<int> min(ndim, self.wk.nthr))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
+        self._run_on(self.wk.nthr)
         self.nblk = _bin_nblk(self.n)
         self.has_gradient = gradient
         self.Zt = None
@@ -295,6 +296,12 @@ cdef class GridTables:
         self.logS_linp = <double*> cnp.PyArray_DATA(self.logS_lin)
         self.part_simplep = _data_or_null(self._part_simple)
 
+    cdef void _run_on(self, int threads):
+        """The threads of the next passes (at most those the scratch was
+        made for), and the team of a pass over every column's points."""
+        self.wk.nthr = threads
+        self.nthr = _region_threads(threads, self.n * self.ndim * self.wk.P.K)
+
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
         """Column t's tables from its blocks' binned weights, summed (col
         set on its grid, sp its support; inner: the threads within the
@@ -305,7 +312,7 @@ cdef class GridTables:
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
         passes are overwritten by the next passes."""
         cdef Py_ssize_t ndim = self.ndim, n = self.n, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef int nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef int nthr = self.nthr
         if Zt.shape[0] != ndim or Zt.shape[1] != n:
             raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
         self.Zt = np.asarray(Zt)
@@ -441,7 +448,7 @@ cdef class _GridEvaluator(CoreEvaluator):
             tables = self._tables_for(ndim, gradient)
             self._tables[ndim] = tables
         # made for most_threads; run on the count of now
-        tables.wk.nthr = self.threads
+        tables._run_on(self.threads)
         tables.update(Zt)
         return tables
 

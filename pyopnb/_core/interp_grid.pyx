@@ -11,7 +11,7 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport _make_kernel
 from pyopnb._core.geometry cimport _bin_linear, _grid_motion
 from pyopnb._core.passes cimport Column, Classes
@@ -79,7 +79,7 @@ cdef class InterpGridTables(GridTables):
         if posteriors and not self.has_gradient:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef int K = self.wk.P.K, tid, nthr = self.nthr
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
@@ -129,7 +129,7 @@ cdef class InterpGridTables(GridTables):
         dZ = self._gradient_out(post, self.has_gradient)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Classes* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
+        cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
         cdef double[:, ::1] dv = dZ
         cdef double* Phi = _data_or_null(self._W)

@@ -13,7 +13,7 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _data_or_null, _region_threads, _thread_id
+from pyopnb._core.common cimport _data_or_null, _thread_id
 from pyopnb._core.passes cimport Column, Classes
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
@@ -71,7 +71,7 @@ cdef class RGridTables(GridTables):
         if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef int K = self.wk.P.K, tid, nthr = self.nthr
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
@@ -198,7 +198,7 @@ cdef class RGridTables(GridTables):
             if arr.size and (arr.min() < 0 or arr.max() >= self.ndim):
                 raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
         cdef Py_ssize_t n = self.n, j, b, i0, m, g
-        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = _region_threads(self.wk.nthr, n * self.ndim * self.wk.P.K)
+        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = self.nthr
         cdef int nb = bcols.size, nc = ccols.size
         cdef const double* row
         cdef const double* er
@@ -280,7 +280,7 @@ cdef class RGridTables(GridTables):
         dZ = self._gradient_out(post, self.S_simple is not None)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Classes* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
+        cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
         cdef double[:, ::1] dv = dZ
         cdef double* DW = _data_or_null(self._W)
@@ -340,5 +340,5 @@ cdef class RGrid(_GridEvaluator):
         cdef GridTables tables = self._tables.get(np.shape(Zt)[0])
         if tables is None or tables.Zt is None or not np.array_equal(tables.Zt, Zt):
             tables = self._updated(Zt, False)
-        tables.wk.nthr = self.threads
+        tables._run_on(self.threads)
         return list(tables.subset_values(chosen, candidates, self.PI))
