@@ -27,7 +27,8 @@ from ._core import colstats, linalg, project
 from ._core.evaluator import CoreEvaluator
 from ._core.interp_grid import InterpGrid
 from ._core.r_grid import RGrid
-from ._core.passes import ExactPasses, LinearPasses
+from ._core.exact import ExactPasses
+from ._core.linear import LinearPasses
 from ._core.scratch import pooled
 from .ksum import DEFAULT_BETA
 

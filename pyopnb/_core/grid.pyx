@@ -21,7 +21,7 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport LINEAR, _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
 from pyopnb._ksum cimport Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
@@ -240,7 +240,7 @@ cdef class GridTables:
             raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
         if y.shape[0] < 1:
             raise ValueError("need at least one point")
-        self.wk = ColumnScratch(y, K, h, LINEAR, nbin, eps, beta, num_threads, False)
+        self.wk = ColumnScratch(y, K, h, nbin, eps, beta, num_threads, False)
         self.wk._ensure(<int> min(ndim, self.wk.nthr))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self._run_on(self.wk.nthr)
