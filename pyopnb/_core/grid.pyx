@@ -22,7 +22,7 @@ cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
-from pyopnb._ksum cimport Kernel, RunningSums, _make_kernel, _sums_on_anchors
+from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
@@ -130,6 +130,8 @@ cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* 
     cdef const Py_ssize_t* lo
     cdef int K = P.K
     cdef bint have_decays = g.have_decays
+    cdef Anchors A
+    cdef EvalRows rows
     # the column's tables, with the decays in g.decays where asked (the column's own stay as they are)
     cdef RunningSums tb = col.tb
     if g.decays != NULL:
@@ -144,11 +146,13 @@ cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* 
             have_decays = True
         # an evaluation point's anchor: itself, found by its place among the anchors
         lo = sp.occupied_pos if (g.anchors_all and not g.eval_all) else col.ident
-        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, g.ker, &tb, NULL, lo, me, ev, g.S, g.D,
-                         g.logs, have_decays, nthr)
+        A = Anchors(x=sp.ax, G=m, r=K, h=P.h, shared=P.shared, ker=g.ker)
+        rows = EvalRows(e=NULL, lo=lo, m=me, outrow=ev, S=g.S, D=g.D, logS=g.logs)
+        _sums_on_anchors(&A, sp.W, &tb, &rows, have_decays, nthr)
     else:
-        _sums_on_anchors(col.anchors, P.nbin, g.weights, K, P.h, P.shared, g.ker, &tb, NULL, ev, me, ev, g.S, g.D,
-                         g.logs, have_decays, nthr)
+        A = Anchors(x=col.anchors, G=P.nbin, r=K, h=P.h, shared=P.shared, ker=g.ker)
+        rows = EvalRows(e=NULL, lo=ev, m=me, outrow=ev, S=g.S, D=g.D, logS=g.logs)
+        _sums_on_anchors(&A, g.weights, &tb, &rows, have_decays, nthr)
 
 
 cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, const Py_ssize_t* anc,

@@ -8,7 +8,7 @@ passes.pyx's shared passes, and the evaluator LinearPasses)."""
 from libc.string cimport memset
 
 from pyopnb._core.passes cimport Classes, Column, ColumnKind, ColumnScratch, _ColumnPasses, _set_grid
-from pyopnb._ksum cimport _deposit, _evaluate, _recurse
+from pyopnb._ksum cimport Anchors, EvalRows, _deposit, _evaluate, _recurse
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.sort cimport SortMemo
 
@@ -79,11 +79,12 @@ cdef void _grad(const Classes* P, const double* z, Column* col, double* gz, int 
     # from the points where they really are.
     memset(col.tb.Ldep, 0, G * K * a1 * sizeof(double))
     memset(col.tb.R, 0, G * K * a1 * sizeof(double))
-    _deposit(z, col.Wpts, n, K, col.lo, col.anchors, G, P.h, P.shared, P.ker.a, col.tb.Ldep, col.tb.R)
-    _recurse(col.anchors, G, K, P.h, P.shared, P.ker.a, P.ker.binom, col.tb.Ldep, a1,
-             col.tb.Lincl, col.tb.R, col.tb.decay, False, True, nthr)
-    _evaluate(NULL, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
-              col.tb.Ldep, a1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
+    cdef Anchors A = Anchors(x=col.anchors, G=G, r=K, h=P.h, shared=P.shared, ker=&P.ker)
+    # every grid point, on its anchor
+    cdef EvalRows grid_rows = EvalRows(e=NULL, lo=col.ident, m=G, outrow=NULL, S=col.S, D=col.D, logS=False)
+    _deposit(&A, z, col.Wpts, n, col.lo, col.tb.Ldep, col.tb.R)
+    _recurse(&A, col.tb.Ldep, a1, &col.tb, False, True, nthr)
+    _evaluate(&A, &grid_rows, col.tb.Ldep, a1, &col.tb)
     # class weights binned, for the grid-motion term
     _bin_weights(P, col, z, NULL)
     # gamma_g = d(nl)/dG_g with binning fractions fixed

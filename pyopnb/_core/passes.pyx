@@ -23,7 +23,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 from pyopnb._core.common cimport _MAX_ORDER, _region_threads
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
-from pyopnb._ksum cimport _make_kernel, _sums_on_anchors, _tables_alloc, _tables_free
+from pyopnb._ksum cimport Anchors, EvalRows, _make_kernel, _sums_on_anchors, _tables_alloc, _tables_free
 from pyopnb._core.products cimport pyopnb_grad_points_at_rows, pyopnb_log_products, pyopnb_rows_products
 from pyopnb._core.sort cimport SortMemo
 from pyopnb._core.evaluator cimport CoreEvaluator
@@ -78,9 +78,14 @@ cdef void _column_sums(const Classes* P, Column* col, const double* z, const dou
     """Kernel sums of the point weights Wpts [n, K] (NULL: the class weights),
     each class's column in its bandwidth, at the column's evaluation rows
     (col.S, col.D [m, K]; point i is row col.row[i])."""
+    cdef Anchors A = Anchors(x=col.anchors, G=col.G, r=P.K, h=P.h, shared=P.shared, ker=&P.ker)
+    cdef EvalRows rows = EvalRows(e=col.ev, lo=col.evlo, m=col.m, outrow=NULL, S=NULL, D=NULL, logS=False)
+    if want_S:
+        rows.S = col.S
+    if want_D:
+        rows.D = col.D
     P.kind.bin_weights(P, col, z, Wpts)
-    _sums_on_anchors(col.anchors, col.G, col.Wa, P.K, P.h, P.shared, &P.ker, &col.tb, col.ev, col.evlo, col.m, NULL,
-                     col.S if want_S else NULL, col.D if want_D else NULL, False, have_T, nthr)
+    _sums_on_anchors(&A, col.Wa, &col.tb, &rows, have_T, nthr)
 
 
 cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, double* acc,
