@@ -258,7 +258,7 @@ cdef class GridTables:
         self.logS_lin = np.zeros((ndim, self.TK))
         # each (column, block)'s grid weights, and its extremes
         self._part_lin = np.empty((ndim, self.nblk, self.TK))
-        self._part_simple = np.empty((ndim, self.nblk, self.TK)) if gradient else None
+        self._part_simple = None  # R's tables with a gradient make it (RGridTables)
         self._zmin = np.empty((ndim, self.nblk))
         self._zmax = np.empty((ndim, self.nblk))
         # the passes' outputs, reused from one Z to the next (a fit's evaluations)
@@ -266,7 +266,6 @@ cdef class GridTables:
         self._terms = np.empty(self.n)
         self.cells = np.empty((ndim, self.n), dtype=np.intc)
         self._dZ = None
-        self._W = None
         # each column's support (see _support), and each thread's scratch for it
         self._weighted = np.empty((ndim, nbin), dtype=np.intp)
         self._occupied = np.empty((ndim, nbin), dtype=np.intp)
@@ -298,7 +297,7 @@ cdef class GridTables:
         self.support_weightsp = <double*> cnp.PyArray_DATA(self._support_weights)
         self.part_linp = <double*> cnp.PyArray_DATA(self._part_lin)
         self.logS_linp = <double*> cnp.PyArray_DATA(self.logS_lin)
-        self.part_simplep = _data_or_null(self._part_simple)
+        self.part_simplep = NULL
 
     cdef void _run_on(self, int threads):
         """The threads of the next passes (at most those the scratch was
@@ -419,7 +418,6 @@ cdef class GridTables:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         if self._dZ is None:
             self._dZ = np.empty((self.ndim, self.n))
-            self._W = np.empty((self.ndim, self.TK))
         return self._dZ
 
 

@@ -49,6 +49,11 @@ cdef class InterpGridTables(GridTables):
     densities on its grid (logs summed in log space, so finite however far a
     grid point lies from a class) interpolated linearly at the points, and
     the exact derivative of that value."""
+    cdef object _part_a             # [ndim, nblk, TK]: each (column, block)'s a weights binned linearly; then,
+                                    # summed over the blocks, block 0 holds the column's c = A / f
+    cdef object _Phi                # [ndim, TK]: the kernel sums of the c weights at the grid points
+    cdef object _Psi                # [ndim, TK]: the same in the kernel psi(u) = u K'(u)
+    cdef object _edge               # [ndim, nblk, 4]: each block's two grid-motion sums and its extremes' rows
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads):
@@ -61,6 +66,8 @@ cdef class InterpGridTables(GridTables):
         for m in range(beta.shape[0] + 1):
             bpsi[m] = (m * beta[m] if m < beta.shape[0] else 0.0) - (beta[m - 1] if m > 0 else 0.0)
         _make_kernel(<double*> cnp.PyArray_DATA(bpsi), bpsi.shape[0], &self.psi)
+        self._part_a = np.empty((ndim, self.nblk, self.TK)) if gradient else None
+        self._Phi = np.empty((ndim, self.TK)) if gradient else None
         self._Psi = np.empty((ndim, self.TK)) if gradient else None
         self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
 
@@ -132,9 +139,9 @@ cdef class InterpGridTables(GridTables):
         cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
         cdef double[:, ::1] dv = dZ
-        cdef double* Phi = _data_or_null(self._W)
+        cdef double* Phi = _data_or_null(self._Phi)
         cdef double* Psi = _data_or_null(self._Psi)
-        cdef double* PA = _data_or_null(self._part_simple)
+        cdef double* PA = _data_or_null(self._part_a)
         cdef double* Wb = _data_or_null(self._part_lin)  # block 0 of each column: its binned weights
         cdef double* edge = _data_or_null(self._edge)
         cdef double* pa

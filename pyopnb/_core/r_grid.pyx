@@ -32,6 +32,8 @@ cdef class RGridTables(GridTables):
     cdef double* S_simplep          # [ndim, TK]: f with simple binning (NULL without a gradient)
     cdef double* D_simplep          # [ndim, TK]: its kernel derivative sums
     cdef double* cell_decaysp       # [ndim, cell_decay_len]: each column's decays over its cells
+    cdef object _cell_decays
+    cdef object _D_c                # [ndim, TK]: the kernel derivative sums of the c weights at the grid points
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads):
@@ -40,6 +42,9 @@ cdef class RGridTables(GridTables):
         self.S_simple = np.empty((ndim, self.TK)) if gradient else None
         self.D_simple = np.empty((ndim, self.TK)) if gradient else None
         self._cell_decays = np.empty((ndim, self.cell_decay_len)) if gradient else None
+        self._D_c = np.empty((ndim, self.TK)) if gradient else None
+        self._part_simple = np.empty((ndim, self.nblk, self.TK)) if gradient else None
+        self.part_simplep = _data_or_null(self._part_simple)
         self.S_linp = <double*> cnp.PyArray_DATA(self.S_lin)
         self.S_simplep = _data_or_null(self.S_simple)
         self.D_simplep = _data_or_null(self.D_simple)
@@ -283,11 +288,13 @@ cdef class RGridTables(GridTables):
         cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
         cdef double[:, ::1] dv = dZ
-        cdef double* DW = _data_or_null(self._W)
+        cdef double* D_c = _data_or_null(self._D_c)
         cdef double* Tc = _data_or_null(self._cell_decays)
         cdef Py_ssize_t cell_decay_len = self.cell_decay_len
-        cdef double* PW = _data_or_null(self._part_lin)
-        cdef double* pw
+        # each (column, block)'s c weights, binned whole into the cells: in the memory of the value's
+        # linearly binned weights, spent once its tables are made
+        cdef double* part_c = _data_or_null(self._part_lin)
+        cdef double* pc
         cdef const int* cell_of = &self.cells[0, 0]
         cdef double[::1] lo = self.lo, delta = self.delta
         cdef double* Ts = _data_or_null(self.S_simple)
@@ -303,17 +310,17 @@ cdef class RGridTables(GridTables):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
-                pw = &PW[it * TK]
-                memset(pw, 0, TK * sizeof(double))
-                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pw, &cell_of[t * n], pp, P.y, i0, i1,
+                pc = &part_c[it * TK]
+                memset(pc, 0, TK * sizeof(double))
+                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pc, &cell_of[t * n], pp, P.y, i0, i1,
                                             K, P.h, P.shared, &dv[t, 0])
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]
-                sp = self._summing_column(t, tid, col, lo[t], delta[t], &PW[t * nblk * TK])
+                sp = self._summing_column(t, tid, col, lo[t], delta[t], &part_c[t * nblk * TK])
                 decays = &Tc[t * cell_decay_len] if sp.sparse else NULL
-                g = GridSum(ker=&P.ker, weights=&PW[t * nblk * TK], S=NULL, D=&DW[t * TK], logs=False,
+                g = GridSum(ker=&P.ker, weights=&part_c[t * nblk * TK], S=NULL, D=&D_c[t * TK], logs=False,
                             anchors_all=False, eval_all=False, decays=decays, have_decays=sp.sparse)
                 _grid_sums(P, col, &sp, &g, inner)
             for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
@@ -322,7 +329,7 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 for i in range(i0, i1):
                     k = P.y[i]
-                    dv[t, i] -= P.wh[k] * DW[t * TK + cell_of[t * n + i] * K + k]
+                    dv[t, i] -= P.wh[k] * D_c[t * TK + cell_of[t * n + i] * K + k]
         return dZ
 
 
