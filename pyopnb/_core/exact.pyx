@@ -8,7 +8,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _region_threads
-from pyopnb._core.passes cimport (Classes, Column, ColumnKind, ColumnScratch, _ColumnPasses, _column_sums, _parts,
+from pyopnb._core.passes cimport (Problem, Column, ColumnKind, ColumnScratch, _ColumnPasses, _column_sums, _parts,
                                   PART_ROWS)
 from pyopnb._ksum cimport _last_of_ties
 from pyopnb._core.sort cimport SortMemo, _argsort_memo
@@ -21,7 +21,7 @@ DEF KEEP_BYTES = 128 * 1024 * 1024
 DEF MEMO_BYTES = 256 * 1024 * 1024
 
 
-cdef int _setup(const Classes* P, const double* z, Column* col, SortMemo* memo, int nthr) noexcept nogil:
+cdef int _setup(const Problem* P, const double* z, Column* col, SortMemo* memo, int nthr) noexcept nogil:
     """A column's anchors (its points, sorted), evaluation rows (the sorted
     points, each on its anchor) and each point's anchor (memo: the column's
     last sort, or NULL; see _argsort_memo)."""
@@ -40,7 +40,7 @@ cdef int _setup(const Classes* P, const double* z, Column* col, SortMemo* memo, 
     return 0
 
 
-cdef void _bin_weights(const Classes* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
+cdef void _bin_weights(const Problem* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
     """col.Wa [G, K]: the points' weights on their anchors, in sorted order.
 
     Wpts [n, K], or NULL for the class weights: point i weighs 1/(n_k h_k)
@@ -60,7 +60,7 @@ cdef void _bin_weights(const Classes* P, Column* col, const double* z, const dou
                 col.Wa[q * K + c] = Wpts[i * K + c]
 
 
-cdef void _grad(const Classes* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
+cdef void _grad(const Problem* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
     """The kernel sums of the c weights at the column's points (col.D), the
     derivative of each sample point's class weight, which _sample_terms
     reads at the point's row (see passes.pyx's _point_terms). The column's
@@ -68,7 +68,7 @@ cdef void _grad(const Classes* P, const double* z, Column* col, double* gz, int 
     _column_sums(P, col, z, col.Wpts, False, True, True, nthr)
 
 
-cdef void _sample_terms(const Classes* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
+cdef void _sample_terms(const Problem* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
     """Point i as a sample point in the wave's columns: gz[c, i] -= the
     derivative of its class's weight, from the kernel sums of the c weights
     (col.D at the point's row)."""
@@ -82,7 +82,7 @@ cdef void _sample_terms(const Classes* P, Column* cols, int w, double* gz0, int 
         _sample_rows(P, cols, w, gz0, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
 
 
-cdef inline void _sample_rows(const Classes* P, Column* cols, int w, double* gz0, Py_ssize_t i0,
+cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0, Py_ssize_t i0,
                               Py_ssize_t i1) noexcept nogil:
     cdef Py_ssize_t n = P.n, i
     cdef int c, k

@@ -1,7 +1,7 @@
 # The grids' shared support (grid.pyx), for the binned objectives that read densities on each
 # column's grid: R's (r_grid.pyx) and the journal's (interp_grid.pyx).
 from pyopnb._ksum cimport Kernel
-from pyopnb._core.passes cimport Column, Classes, ColumnScratch
+from pyopnb._core.passes cimport Column, Problem, ColumnScratch
 from pyopnb._core.evaluator cimport CoreEvaluator
 
 
@@ -60,7 +60,7 @@ cdef struct GridSum:
     bint have_decays        # they are there already (the same anchors as an earlier sum)
 
 
-cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil
+cdef void _grid_sums(const Problem* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil
 
 
 cdef class GridTables:

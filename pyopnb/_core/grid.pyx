@@ -24,7 +24,7 @@ cdef extern from *:
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
-from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
+from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
@@ -119,7 +119,7 @@ cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned cha
     sp.sparse = 10 * m <= _DENSE * nbin
 
 
-cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil:
+cdef void _grid_sums(const Problem* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil:
     """The kernel sums ``g`` asks for (see GridSum) at the column's grid
     points, each class in its bandwidth, at the support's points only (the
     other rows are left as they were). A sparse support's sums run over its
@@ -155,7 +155,7 @@ cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* 
         _sums_on_anchors(&A, g.weights, &tb, &rows, have_decays, nthr)
 
 
-cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
+cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
                            Py_ssize_t m, Support* sp, double* T) noexcept nogil:
     """The decays of a sparse support's gaps (into T, as _recurse lays
     them out): a gap of k cells is k delta wide, and the few distinct k of a
@@ -181,7 +181,7 @@ cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, co
 DEF _FRAC_CHUNK = 256
 
 
-cdef void _bin_points(const Classes* P, const double* z, double lo, double delta, Py_ssize_t nbin,
+cdef void _bin_points(const Problem* P, const double* z, double lo, double delta, Py_ssize_t nbin,
                       Py_ssize_t i0, Py_ssize_t i1, int* cells, double* pl, double* ps) noexcept nogil:
     """Points i0..i1-1 of a column z binned into a block's grids [nbin, K]
     (zeroed first): linear binning into pl, whole weights into ps (NULL:
@@ -245,9 +245,9 @@ cdef class GridTables:
         if y.shape[0] < 1:
             raise ValueError("need at least one point")
         self.wk = ColumnScratch(y, K, h, nbin, eps, beta, num_threads, False)
-        self.wk._ensure(<int> min(ndim, self.wk.nthr))
+        self.wk._ensure(<int> min(ndim, self.wk.P.n_threads))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
-        self._run_on(self.wk.nthr)
+        self._run_on(self.wk.P.n_threads)
         self.nblk = _bin_nblk(self.n)
         self.has_gradient = gradient
         self.Zt = None
@@ -273,16 +273,16 @@ cdef class GridTables:
         self._nweighted = np.zeros(ndim, dtype=np.intp)
         self._noccupied = np.zeros(ndim, dtype=np.intp)
         self._sparse = np.zeros(ndim, dtype=np.uint8)
-        self._mask = np.zeros((self.wk.nthr, 8 * ((nbin + 7) // 8)), dtype=np.uint8)
-        self._support_positions = np.empty((self.wk.nthr, nbin))
-        self._support_weights = np.empty((self.wk.nthr, nbin * K))
+        self._mask = np.zeros((self.wk.P.n_threads, 8 * ((nbin + 7) // 8)), dtype=np.uint8)
+        self._support_positions = np.empty((self.wk.P.n_threads, nbin))
+        self._support_weights = np.empty((self.wk.P.n_threads, nbin * K))
         # each column's decays over its cells (R's gradient, sparse supports), a row a gap as _recurse's T
         self.cell_decay_len = nbin * (self.wk.P.ker.a + 1 if self.wk.P.shared else K)
         # each thread's decays of gaps of k cells (sparse supports), for the widest kernel (psi's)
         self.gap_row_len = self.wk.P.ker.a + 2 if self.wk.P.shared else K
-        self._gap_rows = np.empty((self.wk.nthr, nbin * self.gap_row_len))
-        self._stamp = np.zeros((self.wk.nthr, nbin), dtype=np.intc)
-        self._cur = np.zeros(self.wk.nthr, dtype=np.intc)
+        self._gap_rows = np.empty((self.wk.P.n_threads, nbin * self.gap_row_len))
+        self._stamp = np.zeros((self.wk.P.n_threads, nbin), dtype=np.intc)
+        self._cur = np.zeros(self.wk.P.n_threads, dtype=np.intc)
         self.gap_rowsp = <double*> cnp.PyArray_DATA(self._gap_rows)
         self.stampp = <int*> cnp.PyArray_DATA(self._stamp)
         self.curp = <int*> cnp.PyArray_DATA(self._cur)
@@ -302,7 +302,7 @@ cdef class GridTables:
     cdef void _run_on(self, int threads):
         """The threads of the next passes (at most those the scratch was
         made for), and the team of a pass over every column's points."""
-        self.wk.nthr = threads
+        self.wk.P.n_threads = threads
         self.nthr = _region_threads(threads, self.n * self.ndim * self.wk.P.K)
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
@@ -324,7 +324,7 @@ cdef class GridTables:
         cdef double* PL = self.part_linp
         cdef double* PS = self.part_simplep
         cdef double[:, ::1] zmn = self._zmin, zmx = self._zmax
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef Support sp

@@ -14,7 +14,7 @@ from libc.string cimport memset
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport _make_kernel
 from pyopnb._core.geometry cimport _bin_linear, _grid_motion
-from pyopnb._core.passes cimport Column, Classes
+from pyopnb._core.passes cimport Column, Problem
 from pyopnb._core.posteriors cimport _row_posterior
 from pyopnb._core.grid cimport GridSum, GridTables, Support, _GridEvaluator, _block_len, _cell_frac, _grid_sums
 
@@ -72,7 +72,7 @@ cdef class InterpGridTables(GridTables):
         self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef Py_ssize_t TK = self.TK
         # linear binning, log densities summed in log space on the whole support (interpolated between)
         cdef GridSum g = GridSum(ker=&P.ker, weights=&self.part_linp[t * self.nblk * TK], S=&self.logS_linp[t * TK],
@@ -135,7 +135,7 @@ cdef class InterpGridTables(GridTables):
         """
         dZ = self._gradient_out(post, self.has_gradient)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
         cdef double[:, ::1] dv = dZ

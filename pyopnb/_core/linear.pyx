@@ -7,13 +7,13 @@ weights, and the exact derivative of that value (the column kind of
 passes.pyx's shared passes, and the evaluator LinearPasses)."""
 from libc.string cimport memset
 
-from pyopnb._core.passes cimport Classes, Column, ColumnKind, ColumnScratch, _ColumnPasses, _set_grid
+from pyopnb._core.passes cimport Problem, Column, ColumnKind, ColumnScratch, _ColumnPasses, _set_grid
 from pyopnb._ksum cimport Anchors, EvalRows, _deposit, _evaluate, _recurse
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.sort cimport SortMemo
 
 
-cdef int _setup(const Classes* P, const double* z, Column* col, SortMemo* memo, int nthr) noexcept nogil:
+cdef int _setup(const Problem* P, const double* z, Column* col, SortMemo* memo, int nthr) noexcept nogil:
     """A column's anchors (its grid), evaluation rows (its points, where they
     are) and each point's cell and anchor (memo unused: nothing is sorted)."""
     cdef Py_ssize_t n = P.n, i, g
@@ -38,7 +38,7 @@ cdef int _setup(const Classes* P, const double* z, Column* col, SortMemo* memo, 
     return 0
 
 
-cdef void _bin_weights(const Classes* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
+cdef void _bin_weights(const Problem* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
     """col.Wa [G, K]: the points' weights split between their grid points.
 
     Wpts [n, K], or NULL for the class weights: point i weighs 1/(n_k h_k)
@@ -61,7 +61,7 @@ cdef void _bin_weights(const Classes* P, Column* col, const double* z, const dou
             _bin_linear(&col.Wa[c], g, K, frac, w)
 
 
-cdef void _grad(const Classes* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
+cdef void _grad(const Problem* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
     """The sample-point part of gz = n * d l / d z_t for this column, after
     passes.pyx's _point_terms (see the paper's T1, T2).
 

@@ -7,17 +7,17 @@ from pyopnb._core.sort cimport SortMemo
 from pyopnb._core.evaluator cimport CoreEvaluator
 
 
-cdef struct Classes
+cdef struct Problem
 cdef struct Column
 
 
 # What an evaluation does to one projected column: chosen once, when its scratch is made (ExactScratch,
-# LinearScratch), and read through Classes.kind by the shared passes.
-ctypedef int (*ColumnSetup)(const Classes* P, const double* z, Column* col, SortMemo* memo,
+# LinearScratch), and read through Problem.kind by the shared passes.
+ctypedef int (*ColumnSetup)(const Problem* P, const double* z, Column* col, SortMemo* memo,
                             int nthr) noexcept nogil
-ctypedef void (*BinWeights)(const Classes* P, Column* col, const double* z, const double* Wpts) noexcept nogil
-ctypedef void (*ColumnGrad)(const Classes* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil
-ctypedef void (*SampleTerms)(const Classes* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil
+ctypedef void (*BinWeights)(const Problem* P, Column* col, const double* z, const double* Wpts) noexcept nogil
+ctypedef void (*ColumnGrad)(const Problem* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil
+ctypedef void (*SampleTerms)(const Problem* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil
 
 
 cdef struct ColumnKind:
@@ -27,7 +27,9 @@ cdef struct ColumnKind:
     SampleTerms sample_terms  # the wave's sample-point part read at each point's row, or NULL: grad's alone
 
 
-cdef struct Classes:
+cdef struct Problem:
+    # a problem as the compiled passes see it: resolved once, when its scratch is made (ColumnScratch),
+    # its threads again when the evaluator is told another count (use_threads)
     Py_ssize_t n
     int K
     const int* y            # class codes 0..K-1
@@ -40,6 +42,7 @@ cdef struct Classes:
     double eps              # grid widening
     Kernel ker
     int simd                # the vector path (products.h's per-point kernels), fixed when the scratch is made
+    int n_threads           # the threads of the next passes (each region takes what its work pays for)
 
 
 cdef struct Column:
@@ -102,14 +105,13 @@ cdef inline double _grid_at(const Column* col, Py_ssize_t g) noexcept nogil:
 cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t G, int K, bint shared, int a1, bint deposits,
                        bint points) noexcept nogil
 cdef void _column_free(Column* col) noexcept nogil
-cdef void _column_sums(const Classes* P, Column* col, const double* z, const double* Wpts,
+cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
                       bint want_S, bint want_D, bint have_T, int nthr) noexcept nogil
 
 
 cdef class ColumnScratch:
-    cdef Classes P
-    cdef int nthr           # the threads of the next passes: at most most
-    cdef int most           # the threads its per-thread scratch is made for
+    cdef Problem P
+    cdef int most           # the threads its per-thread scratch is made for: P.n_threads at most
     cdef Py_ssize_t G       # anchors of a column: the points (exact) or the grid
     cdef bint deposits      # tables for points between anchors (the linear binned gradient)
     cdef Py_ssize_t ncol    # columns of scratch made so far

@@ -73,7 +73,7 @@ cdef void _column_free(Column* col) noexcept nogil:
     memset(col, 0, sizeof(Column))
 
 
-cdef void _column_sums(const Classes* P, Column* col, const double* z, const double* Wpts,
+cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
                       bint want_S, bint want_D, bint have_T, int nthr) noexcept nogil:
     """Kernel sums of the point weights Wpts [n, K] (NULL: the class weights),
     each class's column in its bandwidth, at the column's evaluation rows
@@ -88,7 +88,7 @@ cdef void _column_sums(const Classes* P, Column* col, const double* z, const dou
     _sums_on_anchors(&A, col.Wa, &col.tb, &rows, have_T, nthr)
 
 
-cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, double* acc,
+cdef int _multiply_columns(const Problem* P, Column* cols, int w, double* pr, double* acc,
                            bint fresh, int nthr) noexcept nogil:
     """The wave's columns' densities into each point's running products
     pr, acc [n, K] (pyopnb_rows_products; started empty where ``fresh``: the
@@ -129,7 +129,7 @@ cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) n
         pyopnb_log_products(min(chunk, m - b * chunk), &pr[b * chunk], &acc[b * chunk])
 
 
-cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const double* post,
+cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const double* post,
                        int nthr) noexcept nogil:
     """Point i as an evaluation point in the wave's columns (see the kinds' ColumnGrad):
     gz[c, i] = -sum_k c_ik D_k(z_i) / h_k and the c weights
@@ -146,7 +146,7 @@ cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const
         _point_rows(P, cols, w, gz0, post, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
 
 
-cdef inline void _point_rows(const Classes* P, Column* cols, int w, double* gz0, const double* post,
+cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
     cdef int c
     cdef Column* col
@@ -176,8 +176,8 @@ cdef class ColumnScratch:
             raise ValueError("need K >= 1 and one bandwidth per class")
         self.y = y
         self.beta = np.array(beta)
-        self.nthr = max(1, num_threads)
-        self.most = self.nthr
+        self.P.n_threads = max(1, num_threads)
+        self.most = self.P.n_threads
         self.points = points
         self.G = nbin
         self.h = <double*> malloc(K * sizeof(double))
@@ -211,7 +211,7 @@ cdef class ColumnScratch:
     @property
     def threads(self) -> int:
         """The threads of the next passes."""
-        return self.nthr
+        return self.P.n_threads
 
     cdef int _ensure(self, Py_ssize_t w) except -1:
         """Scratch for w columns (a wave's, or with keep every column's)."""
@@ -255,7 +255,7 @@ cdef class ColumnScratch:
         free(self.memos); free(self.memo_block); free(self.Zkept)
 
 
-cdef int _wave_setup(const Classes* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
+cdef int _wave_setup(const Problem* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
                      SortMemo* memos, int nthr) noexcept nogil:
     """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.S, and
     col.D with want_D), a column to a thread (the whole team when w = 1).
@@ -268,7 +268,7 @@ cdef int _wave_setup(const Classes* P, const double* Zt, Py_ssize_t t0, int w, C
     return bad
 
 
-cdef inline int _setup_one(const Classes* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
+cdef inline int _setup_one(const Problem* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
                            SortMemo* memos, int nthr) noexcept nogil:
     if P.kind.setup(P, &Zt[t * P.n], col, &memos[t] if memos != NULL else NULL, nthr):
         return 1
@@ -283,7 +283,7 @@ cdef ColumnScratch _wave_work(const double[:, ::1] Zt, ColumnScratch wk):
     if Zt.shape[1] != wk.P.n:
         raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
     wk._plan(Zt.shape[0])
-    wk._ensure(Zt.shape[0] if wk.keep else _wave(max(Zt.shape[0], 1), wk.nthr))
+    wk._ensure(Zt.shape[0] if wk.keep else _wave(max(Zt.shape[0], 1), wk.P.n_threads))
     return wk
 
 
@@ -297,7 +297,7 @@ def log_densities(double[:, ::1] Zt, ColumnScratch scratch):
     cdef Py_ssize_t m = lv.shape[0] * lv.shape[1]
     if m:
         with nogil:
-            _log_products(&lv[0, 0], &av[0, 0], m, scratch.nthr)
+            _log_products(&lv[0, 0], &av[0, 0], m, scratch.P.n_threads)
     return logf
 
 
@@ -317,8 +317,8 @@ def class_products(double[:, ::1] Zt, ColumnScratch scratch, tuple init=None):
     """
     cdef ColumnScratch wk = _wave_work(Zt, scratch)
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef const Classes* P = &wk.P
-    cdef int K = P.K, nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
+    cdef const Problem* P = &wk.P
+    cdef int K = P.K, nthr = wk.P.n_threads, W = _wave(max(ndim, 1), wk.P.n_threads), w
     cdef Column* cols
     cdef bint keep = wk.keep
     cdef int bad = 0
@@ -364,8 +364,8 @@ def log_density_gradient(double[:, ::1] Zt, double[:, ::1] post, ColumnScratch s
     """
     cdef ColumnScratch wk = _wave_work(Zt, scratch)
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef const Classes* P = &wk.P
-    cdef int K = P.K, nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w, c, inner
+    cdef const Problem* P = &wk.P
+    cdef int K = P.K, nthr = wk.P.n_threads, W = _wave(max(ndim, 1), wk.P.n_threads), w, c, inner
     if post.shape[0] != n or post.shape[1] != K:
         raise ValueError(f"post must be ({n}, {K}), got ({post.shape[0]}, {post.shape[1]})")
     cdef Column* cols
@@ -418,7 +418,7 @@ cdef class _ColumnPasses(CoreEvaluator):
 
     cpdef void use_threads(self, int count):
         CoreEvaluator.use_threads(self, count)
-        self.scratch.nthr = self.threads
+        self.scratch.P.n_threads = self.threads
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
         pr, acc = class_products(Zt, self.scratch)

@@ -14,7 +14,7 @@ from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _data_or_null, _thread_id
-from pyopnb._core.passes cimport Column, Classes
+from pyopnb._core.passes cimport Column, Problem
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
@@ -51,7 +51,7 @@ cdef class RGridTables(GridTables):
         self.cell_decaysp = _data_or_null(self._cell_decays)
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef Py_ssize_t TK = self.TK, nblk = self.nblk
         cdef double* decays = &self.cell_decaysp[t * self.cell_decay_len] if sp.sparse else NULL
         # linear binning, densities read at the cells
@@ -284,7 +284,7 @@ cdef class RGridTables(GridTables):
         """
         dZ = self._gradient_out(post, self.S_simple is not None)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
         cdef double[:, ::1] dv = dZ
