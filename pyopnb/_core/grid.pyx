@@ -40,8 +40,6 @@ cnp.import_array()
 DEF _DENSE = 9
 
 
-
-
 cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, const int* cell_of, Py_ssize_t n,
                              const Py_ssize_t[::1] cols):
     """For _block_products, as addresses in an intp array [3, ncol]: row 0 the
@@ -85,8 +83,6 @@ cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept 
         src = &part[b * TK]
         for j in range(TK):
             dst[j] = dst[j] + src[j]
-
-
 
 
 cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned char* mask, Support* sp) noexcept nogil:
@@ -210,10 +206,6 @@ cdef void _bin_points(const Problem* P, const double* z, double lo, double delta
             _bin_linear(&pl[k], g, K, frac, wt)
             if ps != NULL:
                 ps[g * K + k] += wt
-
-
-
-
 
 
 cdef class GridTables:
