@@ -226,13 +226,15 @@ cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int 
     return dep[(g * r + c) * dep_a1 + k] if k < dep_a1 else 0.0
 
 
-cdef inline const double* _gap_row(const double* anchors, const double* h, bint shared, const double* T,
-                                   Py_ssize_t g, int c, int r, int a, double* buf) noexcept nogil:
+cdef inline const double* _gap_row(const Anchors* A, const double* T, Py_ssize_t g, int c, int a,
+                                   double* buf) noexcept nogil:
     """Gap g's decay row d^m exp(-d) (anchors g-1 to g) for weight column c
-    (see _recurse): the table's row, or formed in buf from the class's exp(-d)."""
-    if shared:
+    (see _recurse), a the kernel's order (a constant where the caller's loop
+    is the default kernel's): the table's row, or formed in buf from the
+    class's exp(-d)."""
+    if A.shared:
         return &T[g * (a + 1)]
-    _decay_from_exp(T[g * r + c], (anchors[g] - anchors[g - 1]) / h[c], a, buf)
+    _decay_from_exp(T[g * A.r + c], (A.x[g] - A.x[g - 1]) / A.h[c], a, buf)
     return buf
 
 
@@ -240,9 +242,6 @@ cdef void _forward(const Anchors* A, const double* T, const double* Ldep, int de
     cdef Py_ssize_t g, G = A.G
     cdef int c, k, r = A.r, a = A.ker.a
     cdef const double* binom = <const double*> A.ker.binom
-    cdef const double* anchors = A.x
-    cdef const double* h = A.h
-    cdef bint shared = A.shared
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
@@ -258,7 +257,7 @@ cdef void _forward(const Anchors* A, const double* T, const double* Ldep, int de
         # binned gradient's): the loop below unrolled, the same operations
         for g in range(1, G):
             for c in range(r):
-                t = _gap_row(anchors, h, shared, T, g, c, r, 1, tb)
+                t = _gap_row(A, T, g, c, 1, tb)
                 src = &Lincl[(g - 1) * row + c * 2]
                 dst = &Lincl[g * row + c * 2]
                 dst[0] = src[0]
@@ -267,7 +266,7 @@ cdef void _forward(const Anchors* A, const double* T, const double* Ldep, int de
         return
     for g in range(1, G):
         for c in range(r):
-            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_row(anchors, h, shared, T, g, c, r, a, tb), binom)
+            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_row(A, T, g, c, a, tb), binom)
             for k in range(a1):
                 Lincl[g * row + c * a1 + k] = buf[k] + _dep(Ldep, dep_a1, g, r, c, k)
 
@@ -277,9 +276,6 @@ cdef void _backward(const Anchors* A, const double* T, const double* Ldep, int d
     cdef Py_ssize_t g, G = A.G
     cdef int c, k, r = A.r, a = A.ker.a
     cdef const double* binom = <const double*> A.ker.binom
-    cdef const double* anchors = A.x
-    cdef const double* h = A.h
-    cdef bint shared = A.shared
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
@@ -297,7 +293,7 @@ cdef void _backward(const Anchors* A, const double* T, const double* Ldep, int d
         g = G - 2
         while g >= 0:
             for c in range(r):
-                t = _gap_row(anchors, h, shared, T, g + 1, c, r, 1, tb)
+                t = _gap_row(A, T, g + 1, c, 1, tb)
                 src = &R[(g + 1) * row + c * 2]
                 dst = &R[g * row + c * 2]
                 dst[0] = src[0]
@@ -308,7 +304,7 @@ cdef void _backward(const Anchors* A, const double* T, const double* Ldep, int d
     g = G - 2
     while g >= 0:
         for c in range(r):
-            t = _gap_row(anchors, h, shared, T, g + 1, c, r, a, tb)
+            t = _gap_row(A, T, g + 1, c, a, tb)
             if on_anchor:
                 for k in range(a1):
                     inc[k] = R[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
