@@ -4,7 +4,7 @@
 sorted and summed at themselves, and its exact gradient (the column kind of
 passes.pyx's shared passes, and the evaluator ExactPasses)."""
 from cython.parallel cimport prange
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _region_threads

@@ -17,7 +17,6 @@ densities at grid points and is r_grid.pyx's.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcmp, memcpy, memset
 
