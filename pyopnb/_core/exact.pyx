@@ -54,7 +54,7 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
         i = col.order[q]
         if Wpts == NULL:
             k = P.y[i]
-            col.Wa[q * K + k] = P.wcls[k]
+            col.Wa[q * K + k] = P.wpt[i]
         else:
             for c in range(K):
                 col.Wa[q * K + c] = Wpts[i * K + c]
@@ -89,7 +89,7 @@ cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0
     for i in range(i0, i1):
         k = P.y[i]
         for c in range(w):
-            gz0[c * n + i] -= P.wh[k] * cols[c].D[cols[c].row[i] * P.K + k]
+            gz0[c * n + i] -= P.wpth[i] * cols[c].D[cols[c].row[i] * P.K + k]
 
 
 cdef ColumnKind _EXACT = ColumnKind(setup=_setup, bin_weights=_bin_weights, grad=_grad, sample_terms=_sample_terms)
@@ -152,6 +152,6 @@ cdef class ExactPasses(_ColumnPasses):
     gradient. ``squared_priors``: R's f_NB_exact, whose value multiplies by
     PI_k twice (its gradient, R's df_NB_exact, does not)."""
 
-    def __init__(self, y0, h, PI, int threads, const double[::1] beta, bint squared_priors=False):
+    def __init__(self, y0, h, PI, int threads, const double[::1] beta, bint squared_priors=False, w=None):
         _ColumnPasses.__init__(self, y0, h, PI, threads, 0, squared_priors)
-        self.scratch = ExactScratch(self.y0, self.K, self.h, 0, 0.0, beta, self.threads)
+        self.scratch = ExactScratch(self.y0, self.K, self.h, 0, 0.0, beta, self.threads, True, w)

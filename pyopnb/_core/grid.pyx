@@ -202,7 +202,7 @@ cdef void _bin_points(const Problem* P, const double* z, double lo, double delta
             frac = frac - g
             cells[i] = <int> g
             k = P.y[i]
-            wt = P.wcls[k]
+            wt = P.wpt[i]
             _bin_linear(&pl[k], g, K, frac, wt)
             if ps != NULL:
                 ps[g * K + k] += wt

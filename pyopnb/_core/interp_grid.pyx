@@ -218,7 +218,7 @@ cdef class InterpGridTables(GridTables):
                 for i in range(i0, i1):
                     k = P.y[i]
                     g = cell_of[t * n + i]
-                    d = dv[t, i] + P.wcls[k] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
+                    d = dv[t, i] + P.wpt[i] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
                     sv = (Zp[t * n + i] - lo[t]) / delta[t]
                     dv[t, i] = d / delta[t]
                     ed[0] = ed[0] - d / delta[t]

@@ -53,7 +53,7 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
         if Wpts == NULL:
             c0 = P.y[i]
             c1 = c0 + 1
-            w = P.wcls[c0]
+            w = P.wpt[i]
         frac = (z[i] - col.lo_grid) / col.delta - g
         for c in range(c0, c1):
             if Wpts != NULL:
@@ -100,7 +100,7 @@ cdef void _grad(const Problem* P, const double* z, Column* col, double* gz, int 
     for i in range(n):
         k = P.y[i]
         g = col.bin[i]
-        b = P.wcls[k] * (col.S[(g + 1) * K + k] - col.S[g * K + k])
+        b = P.wpt[i] * (col.S[(g + 1) * K + k] - col.S[g * K + k])
         gz[i] += b / col.delta
         u = (z[i] - col.lo_grid) / col.delta
         d_lo -= b / col.delta
@@ -135,8 +135,8 @@ cdef class LinearPasses(_ColumnPasses):
     column (widened by ``eps`` at each end), each point's densities summed
     from the binned weights, and the exact derivative of that value."""
 
-    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps):
+    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps, w=None):
         if nbin < 2:
             raise ValueError("need nbin >= 2")
         _ColumnPasses.__init__(self, y0, h, PI, threads, nbin, False)
-        self.scratch = LinearScratch(self.y0, self.K, self.h, nbin, eps, beta, self.threads)
+        self.scratch = LinearScratch(self.y0, self.K, self.h, nbin, eps, beta, self.threads, True, w)

@@ -35,8 +35,9 @@ cdef struct Problem:
     const int* y            # class codes 0..K-1
     const double* h         # bandwidth of each class
     bint shared             # one bandwidth for every class (every R fit): one decay per gap
-    const double* wcls      # 1 / (n_k h_k)
-    const double* wh        # wcls / h_k: a sample point's weight derivative per unit of its D
+    const double* wpt       # n: point i's weight as a sample point, w_i / (W_k h_k) (W_k: its class's total weight)
+    const double* wpth      # n: wpt_i / h_k, its weight's derivative per unit of its D
+    const double* w         # n: each point's weight w_i in the likelihood, or NULL: every point weighs 1
     const ColumnKind* kind  # the evaluation's column passes (NULL: a grid's tables, which make their own)
     Py_ssize_t nbin
     double eps              # grid widening
@@ -125,8 +126,10 @@ cdef class ColumnScratch:
     cdef double* Zkept      # ndim x n: the Zt that the kept columns were set up for
     cdef bint kept          # the kept columns hold the last value pass's sums (S and D)
     cdef double* h
-    cdef double* wcls
-    cdef double* wh
+    cdef double* wpt
+    cdef double* wpth
+    cdef readonly double W          # the points' total weight: n without weights
+    cdef object w                   # the weights as given (float64 [n]), or None
     cdef object y
     cdef readonly object beta       # the kernel's coefficients, as given
 

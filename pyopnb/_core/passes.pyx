@@ -147,12 +147,19 @@ cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const
 
 cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
-    cdef int c
+    cdef int c, k
+    cdef Py_ssize_t i
     cdef Column* col
     for c in range(w):
         col = &cols[c]
         pyopnb_grad_points_at_rows(P.simd, col.S, col.D, col.Wpts, col.row, post, P.y, i0, i1, P.K, P.h,
                                    P.shared, &gz0[c * P.n])
+        if P.w != NULL:
+            # a weighted point's terms of the likelihood: its c weights and its term as an evaluation point
+            for i in range(i0, i1):
+                gz0[c * P.n + i] = P.w[i] * gz0[c * P.n + i]
+                for k in range(P.K):
+                    col.Wpts[i * P.K + k] = P.w[i] * col.Wpts[i * P.K + k]
 
 
 cdef class ColumnScratch:
@@ -168,11 +175,18 @@ cdef class ColumnScratch:
     grid.pyx's GridTables). ``nbin`` and ``eps``: a grid's points and
     widening (unused by exact sums)."""
     def __cinit__(self, int[::1] y, int K, double[::1] h, Py_ssize_t nbin, double eps,
-                  const double[::1] beta, int num_threads, bint points=True):
+                  const double[::1] beta, int num_threads, bint points=True, w=None):
         cdef Py_ssize_t n = y.shape[0], i
         cdef int k
+        cdef const double[::1] wv
         if K < 1 or h.shape[0] != K:
             raise ValueError("need K >= 1 and one bandwidth per class")
+        if w is not None:
+            w = np.ascontiguousarray(w, dtype=np.float64)
+            if w.shape != (n,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
+                raise ValueError(f"w must hold {n} positive finite weights")
+            wv = w
+        self.w = w
         self.y = y
         self.beta = np.array(beta)
         self.P.n_threads = max(1, num_threads)
@@ -180,24 +194,37 @@ cdef class ColumnScratch:
         self.points = points
         self.G = nbin
         self.h = <double*> malloc(K * sizeof(double))
-        self.wcls = <double*> calloc(K, sizeof(double))
-        self.wh = <double*> malloc(K * sizeof(double))
-        if self.h == NULL or self.wcls == NULL or self.wh == NULL:
+        self.wpt = <double*> malloc(max(n, 1) * sizeof(double))
+        self.wpth = <double*> malloc(max(n, 1) * sizeof(double))
+        # each class's total weight, then 1 / (W_k h_k)
+        cdef double* wcls = <double*> calloc(K, sizeof(double))
+        if self.h == NULL or self.wpt == NULL or self.wpth == NULL or wcls == NULL:
+            free(wcls)
             raise MemoryError()
+        self.W = 0.0
         for i in range(n):
-            self.wcls[y[i]] += 1.0
+            wcls[y[i]] += 1.0 if w is None else wv[i]
+            self.W += 1.0 if w is None else wv[i]
         self.P.shared = True
         for k in range(K):
             self.h[k] = h[k]
             self.P.shared = self.P.shared and h[k] == h[0]
-            self.wcls[k] = 1.0 / (self.wcls[k] * h[k])
-            self.wh[k] = self.wcls[k] / h[k]
+            wcls[k] = 1.0 / (wcls[k] * h[k])
+        # without weights, point i weighs 1 / (n_k h_k): the same double as the class's
+        for i in range(n):
+            k = y[i]
+            self.wpt[i] = wcls[k] if w is None else wv[i] * wcls[k]
+            self.wpth[i] = self.wpt[i] / h[k]
+        free(wcls)
         self.P.n = n
         self.P.K = K
         self.P.y = &y[0]
         self.P.h = self.h
-        self.P.wcls = self.wcls
-        self.P.wh = self.wh
+        self.P.wpt = self.wpt
+        self.P.wpth = self.wpth
+        self.P.w = NULL
+        if w is not None:
+            self.P.w = &wv[0]
         self.P.kind = NULL
         self.P.nbin = nbin
         self.P.eps = eps
@@ -250,7 +277,7 @@ cdef class ColumnScratch:
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.h); free(self.wcls); free(self.wh)
+        free(self.cols); free(self.h); free(self.wpt); free(self.wpth)
         free(self.memos); free(self.memo_block); free(self.Zkept)
 
 
@@ -419,9 +446,15 @@ cdef class _ColumnPasses(CoreEvaluator):
         CoreEvaluator.use_threads(self, count)
         self.scratch.P.n_threads = self.threads
 
+    @property
+    def W(self) -> float:
+        """The points' total weight (n without weights): l's divisor, and the
+        gradient's (evaluate returns W dl/dZ)."""
+        return self.scratch.W
+
     cpdef tuple evaluate(self, object Zt, bint gradient):
         pr, acc = class_products(Zt, self.scratch)
-        value, post = product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI)
+        value, post = product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI, self.scratch.w)
         if not gradient:
             return float(value), None
         return float(value), log_density_gradient(Zt, post, self.scratch)
@@ -447,7 +480,8 @@ cdef class _ColumnPasses(CoreEvaluator):
         values = []
         for j in candidates:
             pr, acc = self._products(np.ascontiguousarray(Za[[j]]), state)
-            values.append(float(product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI)[0]))
+            values.append(float(product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI,
+                                                   self.scratch.w)[0]))
         return values
 
     cdef tuple _products(self, Zt, tuple init):

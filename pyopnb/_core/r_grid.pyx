@@ -329,7 +329,7 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 for i in range(i0, i1):
                     k = P.y[i]
-                    dv[t, i] -= P.wh[k] * D_c[t * TK + cell_of[t * n + i] * K + k]
+                    dv[t, i] -= P.wpth[i] * D_c[t * TK + cell_of[t * n + i] * K + k]
         return dZ
 
 

@@ -1,0 +1,105 @@
+"""Point weights in the compiled objective: each point's weight w_i in its
+class's density (w_i / (W_k h_k)) and in the likelihood (sum_i w_i log P_i / W).
+Weighted evaluations against the direct weighted formula, integer weights
+against repeated rows, and unit weights against no weights, to the bit."""
+import numpy as np
+import pytest
+
+from pyopnb.ksum import DEFAULT_BETA
+
+
+def _kernel(u):
+    a = np.abs(u)
+    return sum(b * a ** m for m, b in enumerate(DEFAULT_BETA)) * np.exp(-a)
+
+
+def direct_value(Zt, y, PI, h, w):
+    """l = sum_i w_i log P(y_i | z_i) / W with weighted kernel densities."""
+    K = PI.size
+    n = Zt.shape[1]
+    logf = np.zeros((n, K))
+    for k in range(K):
+        m = y == k
+        for z in Zt:
+            d = _kernel((z[:, None] - z[m][None, :]) / h[k]) @ w[m] / (w[m].sum() * h[k])
+            logf[:, k] += np.log(d)
+    lj = np.log(PI) + logf
+    lp = lj[np.arange(n), y] - np.logaddexp.reduce(lj, axis=1)
+    return float(np.sum(w * lp) / w.sum())
+
+
+def problem(seed, n=40, ndim=2, K=3):
+    rng = np.random.default_rng(seed)
+    y = (np.arange(n) % K).astype(np.int32)
+    Zt = rng.normal(size=(ndim, n)) + 0.8 * y
+    PI = np.bincount(y) / n
+    return Zt, y, PI, np.array([0.6, 0.9, 1.2][:K])
+
+
+def make(kind, y, h, PI, w, threads=1):
+    from pyopnb._core import exact, linear
+
+    if kind == "exact":
+        return exact.ExactPasses(y, h, PI, threads, DEFAULT_BETA, False, w)
+    return linear.LinearPasses(y, h, PI, threads, 200, DEFAULT_BETA, 1e-8, w)
+
+
+def test_weighted_exact_value_is_the_weighted_formula():
+    Zt, y, PI, h = problem(1)
+    w = np.random.default_rng(2).uniform(0.2, 3.0, y.size)
+    core = make("exact", y, h, PI, w)
+    value, _ = core.evaluate(np.ascontiguousarray(Zt), False)
+    assert value == pytest.approx(direct_value(Zt, y, PI, h, w), rel=1e-12)
+    assert core.W == pytest.approx(w.sum(), rel=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["exact", "linear"])
+def test_weighted_gradient_is_the_values_derivative(kind):
+    """evaluate's gradient is W dl/dZ: central differences of the value."""
+    Zt, y, PI, h = problem(3)
+    w = np.random.default_rng(4).uniform(0.2, 3.0, y.size)
+    core = make(kind, y, h, PI, w)
+    Zt = np.ascontiguousarray(Zt)
+    _, G = core.evaluate(Zt, True)
+    eps = 1e-6
+    num = np.empty_like(Zt)
+    for t in range(Zt.shape[0]):
+        for i in range(Zt.shape[1]):
+            Zp, Zm = Zt.copy(), Zt.copy()
+            Zp[t, i] += eps
+            Zm[t, i] -= eps
+            num[t, i] = (core.evaluate(Zp, False)[0] - core.evaluate(Zm, False)[0]) / (2 * eps)
+    np.testing.assert_allclose(G / core.W, num, rtol=1e-5, atol=1e-7 * np.abs(num).max())
+
+
+@pytest.mark.parametrize("kind", ["exact", "linear"])
+def test_integer_weights_are_repeated_rows(kind):
+    Zt, y, PI, h = problem(5)
+    reps = np.random.default_rng(6).integers(1, 4, y.size)
+    idx = np.repeat(np.arange(y.size), reps)
+    Zt = np.ascontiguousarray(Zt)
+    wv, wG = make(kind, y, h, PI, reps.astype(float)).evaluate(Zt, True)
+    rv, rG = make(kind, y[idx].copy(), h, PI, None).evaluate(np.ascontiguousarray(Zt[:, idx]), True)
+    assert wv == pytest.approx(rv, rel=1e-12)
+    # a row's gradient is the sum of its copies'
+    summed = np.zeros_like(wG)
+    np.add.at(summed, (slice(None), idx), rG)
+    np.testing.assert_allclose(wG, summed, rtol=1e-9, atol=1e-12 * np.abs(summed).max())
+
+
+@pytest.mark.parametrize("kind", ["exact", "linear"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_unit_weights_are_no_weights_to_the_bit(kind, threads):
+    Zt, y, PI, h = problem(7, n=300, ndim=3)
+    Zt = np.ascontiguousarray(Zt)
+    a = make(kind, y, h, PI, np.ones(y.size), threads).evaluate(Zt, True)
+    b = make(kind, y, h, PI, None, threads).evaluate(Zt, True)
+    assert a[0] == b[0]
+    assert a[1].tobytes() == b[1].tobytes()
+
+
+def test_weights_are_checked():
+    Zt, y, PI, h = problem(8)
+    for bad in (np.ones(y.size - 1), np.r_[0.0, np.ones(y.size - 1)], np.r_[np.nan, np.ones(y.size - 1)]):
+        with pytest.raises(ValueError, match="positive finite weights"):
+            make("exact", y, h, PI, bad)
