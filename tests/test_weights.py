@@ -36,12 +36,20 @@ def problem(seed, n=40, ndim=2, K=3):
     return Zt, y, PI, np.array([0.6, 0.9, 1.2][:K])
 
 
+KINDS = ["exact", "linear", "rgrid", "interp"]
+
+
 def make(kind, y, h, PI, w, threads=1):
-    from pyopnb._core import exact, linear
+    """The compiled evaluation of each kind: exact sums, the paper's linear binning, R's binned objective and
+    the journal's interpolated one."""
+    from pyopnb._core import exact, interp_grid, linear, r_grid
 
     if kind == "exact":
         return exact.ExactPasses(y, h, PI, threads, DEFAULT_BETA, False, w)
-    return linear.LinearPasses(y, h, PI, threads, 200, DEFAULT_BETA, 1e-8, w)
+    if kind == "linear":
+        return linear.LinearPasses(y, h, PI, threads, 200, DEFAULT_BETA, 1e-8, w)
+    cls = r_grid.RGrid if kind == "rgrid" else interp_grid.InterpGrid
+    return cls(y, h, PI, threads, 200, DEFAULT_BETA, 1e-8, w)
 
 
 def test_weighted_exact_value_is_the_weighted_formula():
@@ -53,7 +61,7 @@ def test_weighted_exact_value_is_the_weighted_formula():
     assert core.W == pytest.approx(w.sum(), rel=1e-15)
 
 
-@pytest.mark.parametrize("kind", ["exact", "linear"])
+@pytest.mark.parametrize("kind", ["exact", "linear", "interp"])
 def test_weighted_gradient_is_the_values_derivative(kind):
     """evaluate's gradient is W dl/dZ: central differences of the value."""
     Zt, y, PI, h = problem(3)
@@ -61,6 +69,7 @@ def test_weighted_gradient_is_the_values_derivative(kind):
     core = make(kind, y, h, PI, w)
     Zt = np.ascontiguousarray(Zt)
     _, G = core.evaluate(Zt, True)
+    W = w.sum()
     eps = 1e-6
     num = np.empty_like(Zt)
     for t in range(Zt.shape[0]):
@@ -69,10 +78,10 @@ def test_weighted_gradient_is_the_values_derivative(kind):
             Zp[t, i] += eps
             Zm[t, i] -= eps
             num[t, i] = (core.evaluate(Zp, False)[0] - core.evaluate(Zm, False)[0]) / (2 * eps)
-    np.testing.assert_allclose(G / core.W, num, rtol=1e-5, atol=1e-7 * np.abs(num).max())
+    np.testing.assert_allclose(G / W, num, rtol=1e-5, atol=1e-7 * np.abs(num).max())
 
 
-@pytest.mark.parametrize("kind", ["exact", "linear"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_integer_weights_are_repeated_rows(kind):
     Zt, y, PI, h = problem(5)
     reps = np.random.default_rng(6).integers(1, 4, y.size)
@@ -87,7 +96,7 @@ def test_integer_weights_are_repeated_rows(kind):
     np.testing.assert_allclose(wG, summed, rtol=1e-9, atol=1e-12 * np.abs(summed).max())
 
 
-@pytest.mark.parametrize("kind", ["exact", "linear"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("threads", [1, 2])
 def test_unit_weights_are_no_weights_to_the_bit(kind, threads):
     Zt, y, PI, h = problem(7, n=300, ndim=3)
@@ -103,3 +112,16 @@ def test_weights_are_checked():
     for bad in (np.ones(y.size - 1), np.r_[0.0, np.ones(y.size - 1)], np.r_[np.nan, np.ones(y.size - 1)]):
         with pytest.raises(ValueError, match="positive finite weights"):
             make("exact", y, h, PI, bad)
+
+
+@pytest.mark.parametrize("kind", ["exact", "rgrid"])
+def test_weighted_subset_values_are_each_subset_evaluated(kind):
+    """R's greedy column order reads l of column subsets: weighted, each is
+    the weighted evaluation of that subset."""
+    Zt, y, PI, h = problem(9, n=120, ndim=4)
+    w = np.random.default_rng(10).uniform(0.2, 3.0, y.size)
+    Zt = np.ascontiguousarray(Zt)
+    core = make(kind, y, h, PI, w)
+    got = core.subset_values(Zt, [2], [0, 1, 3])
+    want = [make(kind, y, h, PI, w).evaluate(np.ascontiguousarray(Zt[[2, j]]), False)[0] for j in (0, 1, 3)]
+    np.testing.assert_allclose(got, want, rtol=1e-13)

@@ -114,6 +114,7 @@ cdef class _GridEvaluator(CoreEvaluator):
     cdef readonly Py_ssize_t nbin
     cdef object beta
     cdef double eps
+    cdef object w                   # the points' weights (None: every point weighs 1)
     cdef dict _tables
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient)

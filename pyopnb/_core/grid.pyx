@@ -229,14 +229,14 @@ cdef class GridTables:
     sums go a column to a thread.
     """
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
         if type(self) is GridTables:
             raise TypeError("GridTables is the shared base: make RGridTables or InterpGridTables")
         if ndim < 1 or nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
         if y.shape[0] < 1:
             raise ValueError("need at least one point")
-        self.wk = ColumnScratch(y, K, h, nbin, eps, beta, num_threads, False)
+        self.wk = ColumnScratch(y, K, h, nbin, eps, beta, num_threads, False, w)
         self.wk._ensure(<int> min(ndim, self.wk.P.n_threads))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self._run_on(self.wk.P.n_threads)
@@ -418,11 +418,11 @@ cdef class _GridEvaluator(CoreEvaluator):
     of the first number of columns it meets (a fit's), and one set for the
     latest other number (the greedy order's subsets), each built once and
     updated at every evaluation."""
-    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps):
+    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps, w=None):
         CoreEvaluator.__init__(self, y0, h, PI, threads)
         if nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need 2 <= nbin < 2**31")
-        self.nbin, self.eps = nbin, eps
+        self.nbin, self.eps, self.w = nbin, eps, w
         self.beta = np.array(beta)
         self._tables = {}
 

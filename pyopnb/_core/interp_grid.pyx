@@ -14,7 +14,7 @@ from libc.string cimport memset
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport _make_kernel
 from pyopnb._core.geometry cimport _bin_linear, _grid_motion
-from pyopnb._core.passes cimport Column, Problem
+from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior
 from pyopnb._core.grid cimport GridSum, GridTables, Support, _GridEvaluator, _block_len, _cell_frac, _grid_sums
 
@@ -56,7 +56,7 @@ cdef class InterpGridTables(GridTables):
     cdef object _edge               # [ndim, nblk, 4]: each block's two grid-motion sums and its extremes' rows
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
         cdef int m
         self.bins_simple = False
         # psi(u) = u K'(u), even: beta_psi[m] = m beta_m - beta_{m-1}
@@ -114,9 +114,8 @@ cdef class InterpGridTables(GridTables):
                 for j in range(m):
                     tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
                                                 &pp[(i0 + j) * K] if posteriors else NULL)
-            for i in range(n):
-                total = total + tv[i]
-        return total / n, post
+            total = _terms_mean(&tv[0], &self.wk.P)
+        return total, post
 
     def gradient(self, const double[:, ::1] post):
         """n * dl/dZ [ndim, n] of the interpolated value: its exact derivative.
@@ -173,7 +172,7 @@ cdef class InterpGridTables(GridTables):
                     row = &Tl[t * TK + g * K]
                     e = 0.0
                     for k in range(K):
-                        a = (1.0 if P.y[i] == k else 0.0) - pp[i * K + k]
+                        a = ((1.0 if P.y[i] == k else 0.0) - pp[i * K + k]) * _point_weight(P, i)
                         # a class whose density underflowed at a grid point (-inf there:
                         # thousands of bandwidths from all its points) has posterior 0
                         # here and adds nothing to the value's slope, not 0 * inf
@@ -254,4 +253,4 @@ cdef class InterpGrid(_GridEvaluator):
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
         return InterpGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
-                                self.most_threads)
+                                self.most_threads, self.w)

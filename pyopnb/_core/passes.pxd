@@ -38,6 +38,7 @@ cdef struct Problem:
     const double* wpt       # n: point i's weight as a sample point, w_i / (W_k h_k) (W_k: its class's total weight)
     const double* wpth      # n: wpt_i / h_k, its weight's derivative per unit of its D
     const double* w         # n: each point's weight w_i in the likelihood, or NULL: every point weighs 1
+    double W                # the points' total weight (n without weights)
     const ColumnKind* kind  # the evaluation's column passes (NULL: a grid's tables, which make their own)
     Py_ssize_t nbin
     double eps              # grid widening
@@ -75,6 +76,25 @@ cdef enum:
 
 cdef inline Py_ssize_t _parts(Py_ssize_t n) noexcept nogil:
     return (n + PART_ROWS - 1) // PART_ROWS
+
+
+cdef inline double _point_weight(const Problem* P, Py_ssize_t i) noexcept nogil:
+    """Point i's weight in the likelihood (1 without weights: a product by it keeps the bits)."""
+    return 1.0 if P.w == NULL else P.w[i]
+
+
+cdef inline double _terms_mean(const double* terms, const Problem* P) noexcept nogil:
+    """l from the points' terms: summed in point order (whatever the threads), each times its weight, over
+    the total weight (without weights: their sum over n, as before weights)."""
+    cdef double total = 0.0
+    cdef Py_ssize_t i
+    if P.w == NULL:
+        for i in range(P.n):
+            total = total + terms[i]
+        return total / P.n
+    for i in range(P.n):
+        total = total + P.w[i] * terms[i]
+    return total / P.W
 
 
 cdef inline int _wave(Py_ssize_t ndim, int nthr) noexcept nogil:
@@ -128,7 +148,6 @@ cdef class ColumnScratch:
     cdef double* h
     cdef double* wpt
     cdef double* wpth
-    cdef readonly double W          # the points' total weight: n without weights
     cdef object w                   # the weights as given (float64 [n]), or None
     cdef object y
     cdef readonly object beta       # the kernel's coefficients, as given

@@ -147,19 +147,12 @@ cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const
 
 cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
-    cdef int c, k
-    cdef Py_ssize_t i
+    cdef int c
     cdef Column* col
     for c in range(w):
         col = &cols[c]
-        pyopnb_grad_points_at_rows(P.simd, col.S, col.D, col.Wpts, col.row, post, P.y, i0, i1, P.K, P.h,
+        pyopnb_grad_points_at_rows(P.simd, col.S, col.D, col.Wpts, col.row, post, P.y, P.w, i0, i1, P.K, P.h,
                                    P.shared, &gz0[c * P.n])
-        if P.w != NULL:
-            # a weighted point's terms of the likelihood: its c weights and its term as an evaluation point
-            for i in range(i0, i1):
-                gz0[c * P.n + i] = P.w[i] * gz0[c * P.n + i]
-                for k in range(P.K):
-                    col.Wpts[i * P.K + k] = P.w[i] * col.Wpts[i * P.K + k]
 
 
 cdef class ColumnScratch:
@@ -201,10 +194,10 @@ cdef class ColumnScratch:
         if self.h == NULL or self.wpt == NULL or self.wpth == NULL or wcls == NULL:
             free(wcls)
             raise MemoryError()
-        self.W = 0.0
+        self.P.W = 0.0
         for i in range(n):
             wcls[y[i]] += 1.0 if w is None else wv[i]
-            self.W += 1.0 if w is None else wv[i]
+            self.P.W += 1.0 if w is None else wv[i]
         self.P.shared = True
         for k in range(K):
             self.h[k] = h[k]
@@ -233,6 +226,11 @@ cdef class ColumnScratch:
         if beta.shape[0] < 1 or beta.shape[0] > _MAX_ORDER + 1:
             raise ValueError("beta must have 1 to %d entries" % (_MAX_ORDER + 1))
         _make_kernel(&beta[0], beta.shape[0], &self.P.ker)
+
+    @property
+    def W(self) -> float:
+        """The points' total weight (n without weights)."""
+        return self.P.W
 
     @property
     def threads(self) -> int:

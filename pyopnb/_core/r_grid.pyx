@@ -14,7 +14,7 @@ from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _data_or_null, _thread_id
-from pyopnb._core.passes cimport Column, Problem
+from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
@@ -36,7 +36,7 @@ cdef class RGridTables(GridTables):
     cdef object _D_c                # [ndim, TK]: the kernel derivative sums of the c weights at the grid points
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
         self.bins_simple = gradient
         self.S_lin = np.zeros((ndim, self.TK))
         self.S_simple = np.empty((ndim, self.TK)) if gradient else None
@@ -117,9 +117,8 @@ cdef class RGridTables(GridTables):
                         _row_posterior_products(&lf[(B + j) * K], &lf[(3 * B + j) * K], &PI[0], &lpv[0], K,
                                                 y[i0 + j], &pp[(i0 + j) * K], False, &lf[4 * B * K])
             # summed in order, so that the value does not depend on the threads
-            for i in range(n):
-                total = total + tv[i]
-        return total / n, post
+            total = _terms_mean(&tv[0], &self.wk.P)
+        return total, post
 
     cdef void _make_logs(self):
         """logS_lin = log S_lin at each column's cells (its support's occupied cells: all
@@ -204,6 +203,7 @@ cdef class RGridTables(GridTables):
                 raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
         cdef Py_ssize_t n = self.n, j, b, i0, m, g
         cdef int K = self.wk.P.K, c, k, tid, yi, nthr = self.nthr
+        cdef const Problem* P = &self.wk.P
         cdef int nb = bcols.size, nc = ccols.size
         cdef const double* row
         cdef const double* er
@@ -264,13 +264,14 @@ cdef class RGridTables(GridTables):
                         for k in range(K):
                             s = s + ar[k] * er[k]
                         if s >= 1e-250:  # false for NaN (a row of -inf)
-                            pv[b, c] += (logprior[yi] + av[tid, j * K + yi] + row[yi]
-                                         - (mv[tid, j] + Mv[t, g] + log(s)))
+                            pv[b, c] += _point_weight(P, i0 + j) * (logprior[yi] + av[tid, j * K + yi] + row[yi]
+                                                                    - (mv[tid, j] + Mv[t, g] + log(s)))
                         else:
                             for k in range(K):
                                 rv[tid, k] = av[tid, j * K + k] + row[k]
-                            pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, yi, NULL)
-        return part.sum(axis=0) / n
+                            pv[b, c] += _point_weight(P, i0 + j) * _row_posterior(&rv[tid, 0], &logprior[0], K, yi,
+                                                                                   NULL)
+        return part.sum(axis=0) / self.wk.P.W
 
     def gradient(self, const double[:, ::1] post):
         """n * dl/dZ [ndim, n] of df_NB_cpp, given the posteriors [n, K].
@@ -312,8 +313,8 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 pc = &part_c[it * TK]
                 memset(pc, 0, TK * sizeof(double))
-                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pc, &cell_of[t * n], pp, P.y, i0, i1,
-                                            K, P.h, P.shared, &dv[t, 0])
+                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pc, &cell_of[t * n], pp, P.y, P.w,
+                                            i0, i1, K, P.h, P.shared, &dv[t, 0])
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
@@ -339,7 +340,7 @@ cdef class RGrid(_GridEvaluator):
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
         return RGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
-                           self.most_threads)
+                           self.most_threads, self.w)
 
     cpdef list subset_values(self, object Zt, list chosen, list candidates):
         """Read off the columns' tables (each column's grid densities do not
