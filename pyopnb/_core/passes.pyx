@@ -14,6 +14,8 @@ densities summed at the points). ExactPasses and LinearPasses, the
 evaluators built on them, live there too. R's binned objective reads
 densities at grid points and is r_grid.pyx's.
 """
+import math
+
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
@@ -174,11 +176,16 @@ cdef class ColumnScratch:
         cdef const double[::1] wv
         if K < 1 or h.shape[0] != K:
             raise ValueError("need K >= 1 and one bandwidth per class")
+        # the class totals W_k and the total W correctly rounded (math.fsum): the same doubles whatever the
+        # points' order or their split into blocks
+        totals = None
         if w is not None:
             w = np.ascontiguousarray(w, dtype=np.float64)
             if w.shape != (n,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
                 raise ValueError(f"w must hold {n} positive finite weights")
             wv = w
+            yk = np.asarray(y)
+            totals = [math.fsum(w[yk == k]) for k in range(K)]
         self.w = w
         self.y = y
         self.beta = np.array(beta)
@@ -194,10 +201,14 @@ cdef class ColumnScratch:
         if self.h == NULL or self.wpt == NULL or self.wpth == NULL or wcls == NULL:
             free(wcls)
             raise MemoryError()
-        self.P.W = 0.0
-        for i in range(n):
-            wcls[y[i]] += 1.0 if w is None else wv[i]
-            self.P.W += 1.0 if w is None else wv[i]
+        if w is None:
+            for i in range(n):
+                wcls[y[i]] += 1.0
+            self.P.W = <double> n
+        else:
+            for k in range(K):
+                wcls[k] = totals[k]
+            self.P.W = math.fsum(w)
         self.P.shared = True
         for k in range(K):
             self.h[k] = h[k]

@@ -4,6 +4,8 @@
 logs: the one place where a row's classes are combined, for every
 evaluation, prediction and comparator (the C library's exp and log, as
 R's)."""
+import math
+
 import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
@@ -44,9 +46,8 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
         wv = np.ascontiguousarray(w, dtype=np.float64)
         if wv.shape[0] != n:
             raise ValueError(f"w must have {n} entries, got {wv.shape[0]}")
-        W = 0.0
-        for i in range(n):
-            W = W + wv[i]
+        # correctly rounded, as the evaluations' (ColumnScratch.W)
+        W = math.fsum(w)
     # the priors' logs for rows whose products closed, the C library's log
     lp = np.empty((2, K))
     cdef double[:, ::1] lpv = lp
