@@ -28,6 +28,8 @@ class_sums). Every evaluation of the objective calls it from the private
 package pyopnb._core (its __init__ maps that package); _core/common.pxd,
 _core/decay.pxd and _core/sweep.h declare the helpers it shares with them.
 """
+import math
+
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
@@ -612,9 +614,12 @@ cdef int _sample_sums(const double* x, const double* W, Anchors* A, SampleScratc
 
 
 def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const double[:, ::1] H,
-               const double[:, ::1] Zte, const double[::1] beta, bint log_S, int num_threads):
+               const double[:, ::1] Zte, const double[::1] beta, bint log_S, int num_threads, w=None):
     """[m, K]: for each class k, sum_t log f_kt(Zte[:, t]) (log_S) or prod_t f_kt(Zte[:, t]),
-    f_kt(z) = 1/(n_k H[k, t]) sum_{y0_i = k} K((z - Ztr[i, t]) / H[k, t]).
+    f_kt(z) = 1/(n_k H[k, t]) sum_{y0_i = k} K((z - Ztr[i, t]) / H[k, t]); with
+    the training points' weights ``w`` [n] (positive), point i weighs
+    w_i / (W_k H[k, t]), W_k its class's total weight (math.fsum), as in the
+    objective (passes.pyx's ColumnScratch).
 
     _sample_sums of each (column, class) with weights 1/(n_k H[k, t]), every
     column's evaluation points sorted once for all classes, and the columns
@@ -636,6 +641,17 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     for k in range(K):
         if counts[k + 1] == 0:
             raise ValueError(f"class {k} has no training points")
+    cdef bint weighted = w is not None
+    cdef const double[::1] wt
+    # each class's total weight: its count without weights
+    totals = counts[1:].astype(np.float64)
+    if weighted:
+        wa = np.ascontiguousarray(w, dtype=np.float64)
+        if wa.shape != (n,) or not np.all(np.isfinite(wa)) or not np.all(wa > 0):
+            raise ValueError(f"w must hold {n} positive finite weights")
+        wt = wa
+        totals = np.array([math.fsum(wa[np.asarray(y0) == k]) for k in range(K)])
+    cdef const double[::1] Wk = totals
     # each class's rows, in row order: start[k] .. start[k + 1]
     start = np.cumsum(counts)
     rows = np.argsort(np.asarray(y0), kind="stable").astype(np.intp)
@@ -649,7 +665,7 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     cdef Kernel ker
     _make_kernel(&beta[0], beta.shape[0], &ker)
     cdef RunningSums tb
-    cdef double h, w
+    cdef double h, wcls
     cdef double* xk = <double*> scratch_alloc(nmax * sizeof(double))
     cdef double* wk = <double*> scratch_alloc(nmax * sizeof(double))
     cdef Py_ssize_t* order = <Py_ssize_t*> scratch_alloc(nmax * sizeof(Py_ssize_t))
@@ -677,10 +693,10 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
             while k < K and not bad:
                 q = st[k + 1] - st[k]
                 h = H[k, t]
-                w = 1.0 / (q * h)
+                wcls = 1.0 / (Wk[k] * h)
                 for i in range(q):
                     xk[i] = Ztr[rw[st[k] + i], t]
-                    wk[i] = w
+                    wk[i] = wt[rw[st[k] + i]] * wcls if weighted else wcls
                 A = Anchors(x=NULL, G=q, r=1, h=&h, shared=True, ker=&ker)
                 ev = EvalRows(e=es, lo=NULL, m=m, outrow=eorder, S=S, D=NULL, logS=log_S)
                 bad = _sample_sums(xk, wk, &A, &sc, &ev, nthr)

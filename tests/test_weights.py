@@ -167,3 +167,26 @@ def test_evaluator_gradient_in_V_with_weights(kind):
         np.testing.assert_allclose(G, num, rtol=1e-5, atol=1e-8)
     with pytest.raises(ValueError, match="strictly positive"):
         check_problem(X, y, PI, np.ones(K), np.r_[0.0, w[1:]])
+
+
+def test_weighted_class_sums_are_repeated_rows():
+    """Predictions' class densities (_ksum.class_sums) with the training
+    points' weights: integer weights as repeated rows, unit weights as none."""
+    from pyopnb import _ksum
+
+    rng = np.random.default_rng(12)
+    n, K, ncol = 90, 3, 2
+    y0 = (np.arange(n) % K).astype(np.intp)
+    Ztr = np.ascontiguousarray(rng.normal(size=(n, ncol)) + y0[:, None])
+    Zte = np.ascontiguousarray(rng.normal(size=(25, ncol)) + 1.0)
+    H = np.array([[0.5, 0.7], [0.9, 0.6], [1.1, 0.8]])
+    reps = rng.integers(1, 4, n)
+    idx = np.repeat(np.arange(n), reps)
+    for log_S in (True, False):
+        got = _ksum.class_sums(Ztr, y0, K, H, Zte, DEFAULT_BETA, log_S, 1, reps.astype(float))
+        want = _ksum.class_sums(np.ascontiguousarray(Ztr[idx]), y0[idx].copy(), K, H, Zte, DEFAULT_BETA, log_S, 1)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        ones = _ksum.class_sums(Ztr, y0, K, H, Zte, DEFAULT_BETA, log_S, 1, np.ones(n))
+        assert ones.tobytes() == _ksum.class_sums(Ztr, y0, K, H, Zte, DEFAULT_BETA, log_S, 1).tobytes()
+    with pytest.raises(ValueError, match="positive finite weights"):
+        _ksum.class_sums(Ztr, y0, K, H, Zte, DEFAULT_BETA, True, 1, np.zeros(n))
