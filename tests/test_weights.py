@@ -190,3 +190,127 @@ def test_weighted_class_sums_are_repeated_rows():
         assert ones.tobytes() == _ksum.class_sums(Ztr, y0, K, H, Zte, DEFAULT_BETA, log_S, 1).tobytes()
     with pytest.raises(ValueError, match="positive finite weights"):
         _ksum.class_sums(Ztr, y0, K, H, Zte, DEFAULT_BETA, True, 1, np.zeros(n))
+
+
+# ---------------------------------------------------------------------------
+# the public fits: OPNB, opnb_journal and OPNBClassifier with weights
+# ---------------------------------------------------------------------------
+
+def _pima_weights(pima, seed=0):
+    w = np.random.default_rng(seed).uniform(0.2, 3.0, len(pima.y_train))
+    w[::7] = 0.0
+    return w
+
+
+@pytest.mark.parametrize("journal", [False, True])
+@pytest.mark.parametrize("nbin", [None, 300])
+def test_zero_weights_drop_rows_and_unit_weights_are_none(pima, journal, nbin):
+    """Rows of weight 0 are the fit without them, and weights all 1 the fit
+    without weights: to the bit, and so are the predictions."""
+    from pyopnb import OPNB, opnb_journal, predict
+
+    fit = opnb_journal if journal else OPNB
+    X, y = np.asarray(pima.X_train), np.asarray(pima.y_train)
+    w = _pima_weights(pima)
+    keep = w > 0
+    a = fit(X, y, ndim=2, nbin=nbin, weights=w)
+    b = fit(X[keep], y[keep], ndim=2, nbin=nbin, weights=w[keep])
+    assert a.V.tobytes() == b.V.tobytes() and a.fval == b.fval
+    pa, pb = predict(a, pima.X_test)["posterior"], predict(b, pima.X_test)["posterior"]
+    assert pa.tobytes() == pb.tobytes()
+    ones = fit(X, y, ndim=2, nbin=nbin, weights=np.ones(len(y)))
+    none = fit(X, y, ndim=2, nbin=nbin)
+    assert ones.V.tobytes() == none.V.tobytes() and ones.w is None
+    # weights move the fit: the weighted priors are the classes' weight shares
+    shares = np.array([w[y == c].sum() for c in a.ynames]) / w.sum()
+    np.testing.assert_allclose(a.PI, shares, rtol=1e-14)
+    assert not np.allclose(a.PI, none.PI)
+
+
+def test_weighted_predictions_use_the_weights(pima):
+    """A weighted model's class densities weigh its training rows: the
+    posteriors are those of the densities computed with the weights."""
+    from pyopnb import OPNB, predict
+    from pyopnb.naive_bayes import class_log_densities, posteriors
+
+    w = _pima_weights(pima, 1)
+    m = OPNB(pima.X_train, pima.y_train, ndim=2, nbin=None, weights=w)
+    ptr = (m.X - m.mu) @ m.V
+    pte = (np.asarray(pima.X_test, dtype=float) - m.mu) @ m.V
+    lj = np.log(m.PI) + class_log_densities(ptr, m.y0, m.nc, m.h, pte, True, w=m.w)
+    np.testing.assert_allclose(predict(m, pima.X_test)["posterior"], posteriors(lj)[1], rtol=1e-10, atol=1e-13)
+    unweighted = lj - class_log_densities(ptr, m.y0, m.nc, m.h, pte, True, w=m.w) + \
+        class_log_densities(ptr, m.y0, m.nc, m.h, pte, True)
+    assert not np.allclose(posteriors(unweighted)[1], posteriors(lj)[1])
+
+
+def test_weighted_model_files(pima, tmp_path):
+    """JSON and joblib keep the weights; an RDS file, which R's predict
+    would read without them, is refused."""
+    import joblib
+
+    from pyopnb import OPNB, predict, read_json, write_json, write_rds
+
+    m = OPNB(pima.X_train, pima.y_train, ndim=2, weights=_pima_weights(pima))
+    write_json(m, tmp_path / "m.json")
+    back = read_json(tmp_path / "m.json")
+    assert back.w.tobytes() == m.w.tobytes()
+    assert predict(back, pima.X_test)["posterior"].tobytes() == predict(m, pima.X_test)["posterior"].tobytes()
+    joblib.dump(m, tmp_path / "m.joblib")
+    assert joblib.load(tmp_path / "m.joblib").w.tobytes() == m.w.tobytes()
+    with pytest.raises(ValueError, match="R's predict.OPNB has none"):
+        write_rds(m, tmp_path / "m.rds")
+    assert not (tmp_path / "m.rds").exists()
+
+
+def test_bad_weights_are_refused(pima):
+    from pyopnb import OPNB
+
+    X, y = pima.X_train, pima.y_train
+    n = len(y)
+    for bad, match in ((np.ones(n - 1), "one weight per row"), (np.r_[-1.0, np.ones(n - 1)], "negative"),
+                       (np.r_[np.nan, np.ones(n - 1)], "NaN"), (np.zeros(n), "0 for every row"),
+                       (["a"] * n, "numbers")):
+        with pytest.raises(ValueError, match=match):
+            OPNB(X, y, ndim=2, weights=bad)
+    w = np.where(np.asarray(y) == "Yes", 0.0, 1.0)
+    with pytest.raises(ValueError, match="class 'Yes' has weight 0 on every row"):
+        OPNB(X, y, ndim=2, weights=w)
+
+
+def test_estimator_sample_weight_and_class_weight(pima):
+    from pyopnb import OPNBClassifier
+
+    X, y = np.asarray(pima.X_train), np.asarray(pima.y_train)
+    w = _pima_weights(pima, 2)
+    keep = w > 0
+    a = OPNBClassifier(ndim=2, nbin=None).fit(X, y, sample_weight=w)
+    b = OPNBClassifier(ndim=2, nbin=None).fit(X[keep], y[keep], sample_weight=w[keep])
+    assert a.model_.V.tobytes() == b.model_.V.tobytes()
+    with pytest.raises(ValueError, match="sample_weight"):
+        OPNBClassifier(ndim=2).fit(X, y, sample_weight=np.ones(3))
+    # balanced classes weigh alike: equal priors
+    bal = OPNBClassifier(ndim=2, nbin=None, class_weight="balanced").fit(X, y)
+    np.testing.assert_allclose(bal.model_.PI, [0.5, 0.5], rtol=1e-14)
+    # a class_weight mapping multiplies sample_weight
+    cw = OPNBClassifier(ndim=2, nbin=None, class_weight={"No": 1.0, "Yes": 3.0}).fit(X, y, sample_weight=w)
+    by_hand = OPNBClassifier(ndim=2, nbin=None).fit(X, y, sample_weight=w * np.where(y == "Yes", 3.0, 1.0))
+    assert cw.model_.V.tobytes() == by_hand.model_.V.tobytes()
+    with pytest.raises(ValueError, match="not classes: 'maybe'"):
+        OPNBClassifier(ndim=2, class_weight={"maybe": 2.0}).fit(X, y)
+
+
+def test_weighted_ensembles(pima):
+    """scikit-learn's weighted ensembles take the estimator."""
+    from sklearn.ensemble import AdaBoostClassifier, StackingClassifier, VotingClassifier
+    from sklearn.linear_model import LogisticRegression
+
+    from pyopnb import OPNBClassifier
+
+    X, y = np.asarray(pima.X_train), np.asarray(pima.y_train)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    base = [("opnb", OPNBClassifier(ndim=2, nbin=200)), ("lr", LogisticRegression(max_iter=2000))]
+    for model in (VotingClassifier(base, voting="soft"), StackingClassifier(base, stack_method="decision_function")):
+        assert model.fit(X, y, sample_weight=w).score(pima.X_test, pima.y_test) > 0.7
+    ada = AdaBoostClassifier(OPNBClassifier(ndim=2, nbin=200), n_estimators=3, random_state=0).fit(X, y)
+    assert ada.score(pima.X_test, pima.y_test) > 0.7
