@@ -314,3 +314,30 @@ def test_weighted_ensembles(pima):
         assert model.fit(X, y, sample_weight=w).score(pima.X_test, pima.y_test) > 0.7
     ada = AdaBoostClassifier(OPNBClassifier(ndim=2, nbin=200), n_estimators=3, random_state=0).fit(X, y)
     assert ada.score(pima.X_test, pima.y_test) > 0.7
+
+
+def test_cross_validation_with_weights(pima):
+    """OPNB_CV_lam and opnb_journal_cv with weights: unit weights are none
+    (the same accuracies and model), and rows of weight 0 count for
+    nothing: the fits and accuracies of the data without them, on folds
+    without them."""
+    from pyopnb import OPNB_CV_lam, opnb_journal_cv
+
+    X, y = np.asarray(pima.X_train)[:150], np.asarray(pima.y_train)[:150]
+    n = len(y)
+    folds = [np.arange(i, n, 3) for i in range(3)]
+    a = OPNB_CV_lam(X, y, folds, nlam=2, ndim=2, nbin=200, weights=np.ones(n))
+    b = OPNB_CV_lam(X, y, folds, nlam=2, ndim=2, nbin=200)
+    assert a["cv_stats"].tobytes() == b["cv_stats"].tobytes()
+    assert a["model"].V.tobytes() == b["model"].V.tobytes()
+    w = np.where(np.arange(n) % 5 == 0, 0.0, 1.0 + (np.arange(n) % 3))
+    keep = w > 0
+    renumber = np.cumsum(keep) - 1
+    kept_folds = [renumber[f[keep[f]]] for f in folds]
+    c = OPNB_CV_lam(X, y, folds, nlam=2, ndim=2, nbin=200, weights=w)
+    d = OPNB_CV_lam(X[keep], y[keep], kept_folds, nlam=2, ndim=2, nbin=200, weights=w[keep])
+    np.testing.assert_array_equal(c["cv_stats"], d["cv_stats"])
+    assert c["model"].V.tobytes() == d["model"].V.tobytes()
+    e = opnb_journal_cv(X, y, folds, gamma=[1.0], ndim=[1, 2], nbin=200, weights=w)
+    f = opnb_journal_cv(X[keep], y[keep], kept_folds, gamma=[1.0], ndim=[1, 2], nbin=200, weights=w[keep])
+    np.testing.assert_array_equal(e["cv_stats"], f["cv_stats"])
