@@ -341,3 +341,21 @@ def test_cross_validation_with_weights(pima):
     e = opnb_journal_cv(X, y, folds, gamma=[1.0], ndim=[1, 2], nbin=200, weights=w)
     f = opnb_journal_cv(X[keep], y[keep], kept_folds, gamma=[1.0], ndim=[1, 2], nbin=200, weights=w[keep])
     np.testing.assert_array_equal(e["cv_stats"], f["cv_stats"])
+
+
+def test_metadata_routing_takes_sample_weight(pima):
+    """set_fit_request: GridSearchCV routes sample_weight to the estimator's
+    fit, each fold's rows' weights."""
+    import sklearn
+    from sklearn.model_selection import GridSearchCV
+
+    from pyopnb import OPNBClassifier
+
+    w = np.random.default_rng(4).uniform(0.5, 2.0, len(pima.y_train))
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = OPNBClassifier(ndim=2, nbin=200).set_fit_request(sample_weight=True).set_score_request(
+            sample_weight=False)
+        gs = GridSearchCV(est, {"lam": [1e-3, 1e-2]}, cv=3).fit(pima.X_train, pima.y_train, sample_weight=w)
+    refit = OPNBClassifier(ndim=2, nbin=200, lam=gs.best_params_["lam"]).fit(pima.X_train, pima.y_train,
+                                                                           sample_weight=w)
+    assert gs.best_estimator_.model_.V.tobytes() == refit.model_.V.tobytes()
