@@ -118,7 +118,3 @@ def test_estimator_feature_names_out_and_pandas_output(pima):
     np.testing.assert_allclose(out.to_numpy(), (pima.X_train - clf.model_.mu) @ clf.model_.V, rtol=1e-12)
 
 
-def test_estimator_takes_no_sample_weight(pima):
-    # weights would be ignored by the unweighted kernel sums: refused, not silently dropped
-    with pytest.raises(TypeError):
-        OPNBClassifier(ndim=2).fit(pima.X_train, pima.y_train, sample_weight=np.ones(200))

@@ -4,6 +4,7 @@ Weighted evaluations against the direct weighted formula, integer weights
 against repeated rows, and unit weights against no weights, to the bit."""
 import numpy as np
 import pytest
+from helpers import central_difference
 
 from pyopnb.ksum import DEFAULT_BETA
 
@@ -69,16 +70,8 @@ def test_weighted_gradient_is_the_values_derivative(kind):
     core = make(kind, y, h, PI, w)
     Zt = np.ascontiguousarray(Zt)
     _, G = core.evaluate(Zt, True)
-    W = w.sum()
-    eps = 1e-6
-    num = np.empty_like(Zt)
-    for t in range(Zt.shape[0]):
-        for i in range(Zt.shape[1]):
-            Zp, Zm = Zt.copy(), Zt.copy()
-            Zp[t, i] += eps
-            Zm[t, i] -= eps
-            num[t, i] = (core.evaluate(Zp, False)[0] - core.evaluate(Zm, False)[0]) / (2 * eps)
-    np.testing.assert_allclose(G / W, num, rtol=1e-5, atol=1e-7 * np.abs(num).max())
+    num = central_difference(lambda Z: core.evaluate(np.ascontiguousarray(Z), False)[0], Zt, 1e-6)
+    np.testing.assert_allclose(G / w.sum(), num, rtol=1e-5, atol=1e-7 * np.abs(num).max())
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -157,14 +150,7 @@ def test_evaluator_gradient_in_V_with_weights(kind):
     assert value == pytest.approx(rvalue, rel=1e-12)
     np.testing.assert_allclose(G, rG, rtol=1e-9, atol=1e-12 * np.abs(rG).max())
     if kind != "rgrid":
-        eps = 1e-6
-        num = np.empty_like(V)
-        for j in np.ndindex(V.shape):
-            Vp, Vm = V.copy(), V.copy()
-            Vp[j] += eps
-            Vm[j] -= eps
-            num[j] = (ev.value(Vp) - ev.value(Vm)) / (2 * eps)
-        np.testing.assert_allclose(G, num, rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(G, central_difference(ev.value, V, 1e-6), rtol=1e-5, atol=1e-8)
     with pytest.raises(ValueError, match="strictly positive"):
         check_problem(X, y, PI, np.ones(K), np.r_[0.0, w[1:]])
 
