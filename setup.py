@@ -15,7 +15,7 @@ from setuptools import Extension, setup
 openmp = [] if sys.platform == "darwin" else ["-fopenmp"]
 # the kernel sums stay at the package's root (the project's fixed layout)
 MODULES = ("_ksum",) + tuple(f"_core.{name}" for name in (
-    "scratch", "simd", "sort", "evaluator", "posteriors", "passes", "grid", "r_grid", "interp_grid", "project",
+    "scratch", "simd", "sort", "evaluator", "posteriors", "passes", "exact", "linear", "grid", "r_grid", "interp_grid", "project",
     "colstats", "linalg", "lbfgsb", "gaussian", "eigen", "testing"))
 
 extensions = [

@@ -28,18 +28,18 @@ class_sums). Every evaluation of the objective calls it from the private
 package pyopnb._core (its __init__ maps that package); _core/common.pxd,
 _core/decay.pxd and _core/sweep.h declare the helpers it shares with them.
 """
+import math
+
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport exp, log, log1p, floor, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _max_threads, _region_threads
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _entry_threads, _max_threads, _region_threads
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 # gaps remembered by _gap_decays
 DEF _GAP_CACHE = 4
-# the recursion runs its passes side by side from this many anchors
-DEF _PAR_ANCHORS = 4096
 
 from pyopnb._core.decay cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
 from pyopnb._core.sort cimport _argsort
@@ -106,15 +106,18 @@ cdef inline void _shift(const double* src, double* dst, int a,
         dst[k] = s
 
 
-cdef void _deposit(const double* pos, const double* W, Py_ssize_t n, int r,
-                   const Py_ssize_t* lo, const double* anchors, Py_ssize_t G,
-                   const double* h, bint shared, int a, double* Ldep, double* Rdep) noexcept nogil:
+cdef void _deposit(const Anchors* A, const double* pos, const double* W, Py_ssize_t n, const Py_ssize_t* lo,
+                   double* Ldep, double* Rdep) noexcept nogil:
     """Place points that lie between anchors: point i (weights W[i, :r]), with
     lo[i] the last anchor <= pos[i], goes to the left table of the first anchor
     >= pos[i] and to the right table of the last anchor < pos[i], decayed by
     its distance to each (in the bandwidth of each weight column, see
-    _recurse). RunningSums are [G, r, a+1], zeroed by the caller."""
-    cdef Py_ssize_t i, g, gl, gr
+    _recurse). The deposit tables are [G, r, a+1], zeroed by the caller."""
+    cdef Py_ssize_t i, g, gl, gr, G = A.G
+    cdef const double* anchors = A.x
+    cdef const double* h = A.h
+    cdef bint shared = A.shared
+    cdef int r = A.r, a = A.ker.a
     for i in range(n):
         g = lo[i]
         if g >= 0 and pos[i] == anchors[g]:
@@ -142,10 +145,10 @@ cdef inline void _add_decayed(double dist, const double* h, bint shared, int a, 
             entry[c * (a + 1) + k] += w[c] * t[k]
 
 
-cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, bint shared, int a,
-                  const double* binom, const double* Ldep, int dep_a1, double* Lincl,
-                  double* R, double* T, bint on_anchor, bint have_T, int nthr) noexcept nogil:
-    """The recursion. Forward: Lincl[g] = shift(Lincl[g-1]) + Ldep[g].
+cdef void _recurse(const Anchors* A, const double* Ldep, int dep_a1, RunningSums* tb, bint on_anchor, bint have_T,
+                  int nthr) noexcept nogil:
+    """The recursion over A's anchors, into tb's tables (Lincl, R, and the
+    gaps' decays T = tb.decay). Forward: Lincl[g] = shift(Lincl[g-1]) + Ldep[g].
     Backward: R[g] += shift(R[g+1]) (R holds the right deposits), or, with
     on_anchor, R[g] = shift(R[g+1] + Ldep[g+1]).
 
@@ -164,28 +167,27 @@ cdef void _recurse(const double* anchors, Py_ssize_t G, int r, const double* h, 
     have_T: T already holds these anchors' decays (a second sum over the
     same column, in the same bandwidths).
     """
-    cdef Py_ssize_t g
+    cdef Py_ssize_t G = A.G
     cdef int part
-    cdef int a1 = a + 1
+    cdef double* T = tb.decay
     if G == 0:
         return
-    nthr = _region_threads(nthr, G * r)
-    if nthr == 1 or G < _PAR_ANCHORS:
-        # no parallel region: a team of one still costs a futex wake-up, and a
-        # team for a few anchors more than the passes (kernel naive Bayes' small classes)
+    nthr = _region_threads(nthr, G * A.r)
+    if nthr == 1:
+        # no parallel region: a team of one still costs a futex wake-up
         if not have_T:
-            _gap_decays(anchors, 1, G, h, shared, a, r, T)
-        _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)
-        _backward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, R, on_anchor)
+            _gap_decays(A.x, 1, G, A.h, A.shared, A.ker.a, A.r, T)
+        _forward(A, T, Ldep, dep_a1, tb.Lincl)
+        _backward(A, T, Ldep, dep_a1, tb.R, on_anchor)
         return
     if not have_T:
         for part in prange(nthr, num_threads=nthr, schedule="static"):
-            _gap_decays(anchors, max(1, part * G // nthr), (part + 1) * G // nthr, h, shared, a, r, T)
+            _gap_decays(A.x, max(1, part * G // nthr), (part + 1) * G // nthr, A.h, A.shared, A.ker.a, A.r, T)
     for part in prange(2, num_threads=2, schedule="static"):
         if part == 0:
-            _forward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, Lincl)
+            _forward(A, T, Ldep, dep_a1, tb.Lincl)
         else:
-            _backward(G, r, a, binom, anchors, h, shared, T, Ldep, dep_a1, R, on_anchor)
+            _backward(A, T, Ldep, dep_a1, tb.R, on_anchor)
 
 
 cdef inline void _gap_decays(const double* anchors, Py_ssize_t g0, Py_ssize_t g1, const double* h, bint shared,
@@ -226,20 +228,22 @@ cdef inline double _dep(const double* dep, int dep_a1, Py_ssize_t g, int r, int 
     return dep[(g * r + c) * dep_a1 + k] if k < dep_a1 else 0.0
 
 
-cdef inline const double* _gap_row(const double* anchors, const double* h, bint shared, const double* T,
-                                   Py_ssize_t g, int c, int r, int a, double* buf) noexcept nogil:
+cdef inline const double* _gap_row(const Anchors* A, const double* T, Py_ssize_t g, int c, int a,
+                                   double* buf) noexcept nogil:
     """Gap g's decay row d^m exp(-d) (anchors g-1 to g) for weight column c
-    (see _recurse): the table's row, or formed in buf from the class's exp(-d)."""
-    if shared:
+    (see _recurse), a the kernel's order (a constant where the caller's loop
+    is the default kernel's): the table's row, or formed in buf from the
+    class's exp(-d)."""
+    if A.shared:
         return &T[g * (a + 1)]
-    _decay_from_exp(T[g * r + c], (anchors[g] - anchors[g - 1]) / h[c], a, buf)
+    _decay_from_exp(T[g * A.r + c], (A.x[g] - A.x[g - 1]) / A.h[c], a, buf)
     return buf
 
 
-cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double* anchors, const double* h,
-                   bint shared, const double* T, const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
-    cdef Py_ssize_t g
-    cdef int c, k
+cdef void _forward(const Anchors* A, const double* T, const double* Ldep, int dep_a1, double* Lincl) noexcept nogil:
+    cdef Py_ssize_t g, G = A.G
+    cdef int c, k, r = A.r, a = A.ker.a
+    cdef const double* binom = <const double*> A.ker.binom
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
@@ -255,7 +259,7 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
         # binned gradient's): the loop below unrolled, the same operations
         for g in range(1, G):
             for c in range(r):
-                t = _gap_row(anchors, h, shared, T, g, c, r, 1, tb)
+                t = _gap_row(A, T, g, c, 1, tb)
                 src = &Lincl[(g - 1) * row + c * 2]
                 dst = &Lincl[g * row + c * 2]
                 dst[0] = src[0]
@@ -264,16 +268,16 @@ cdef void _forward(Py_ssize_t G, int r, int a, const double* binom, const double
         return
     for g in range(1, G):
         for c in range(r):
-            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_row(anchors, h, shared, T, g, c, r, a, tb), binom)
+            _shift(&Lincl[(g - 1) * row + c * a1], buf, a, _gap_row(A, T, g, c, a, tb), binom)
             for k in range(a1):
                 Lincl[g * row + c * a1 + k] = buf[k] + _dep(Ldep, dep_a1, g, r, c, k)
 
 
-cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const double* anchors, const double* h,
-                    bint shared, const double* T, const double* Ldep, int dep_a1, double* R,
+cdef void _backward(const Anchors* A, const double* T, const double* Ldep, int dep_a1, double* R,
                     bint on_anchor) noexcept nogil:
-    cdef Py_ssize_t g
-    cdef int c, k
+    cdef Py_ssize_t g, G = A.G
+    cdef int c, k, r = A.r, a = A.ker.a
+    cdef const double* binom = <const double*> A.ker.binom
     cdef int a1 = a + 1
     cdef Py_ssize_t row = r * a1
     cdef double buf[64]
@@ -291,7 +295,7 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
         g = G - 2
         while g >= 0:
             for c in range(r):
-                t = _gap_row(anchors, h, shared, T, g + 1, c, r, 1, tb)
+                t = _gap_row(A, T, g + 1, c, 1, tb)
                 src = &R[(g + 1) * row + c * 2]
                 dst = &R[g * row + c * 2]
                 dst[0] = src[0]
@@ -302,7 +306,7 @@ cdef void _backward(Py_ssize_t G, int r, int a, const double* binom, const doubl
     g = G - 2
     while g >= 0:
         for c in range(r):
-            t = _gap_row(anchors, h, shared, T, g + 1, c, r, a, tb)
+            t = _gap_row(A, T, g + 1, c, a, tb)
             if on_anchor:
                 for k in range(a1):
                     inc[k] = R[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
@@ -356,13 +360,11 @@ cdef inline void _point_decays(double rawl, double rawr, double h, int a, bint h
         dr[0] = 0.0
 
 
-cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                    const Py_ssize_t* outrow,
-                    const double* anchors, Py_ssize_t G, int r, const double* h, bint shared,
-                    const Kernel* ker, const double* Ldep, int dep_a1, const double* Lincl,
-                    const double* Rexcl, double* S, double* D, bint logS) noexcept nogil:
+cdef void _evaluate(const Anchors* A, const EvalRows* ev, const double* Ldep, int dep_a1,
+                    const RunningSums* tb) noexcept nogil:
     """S[row, c] = ksum and D[row, c] = dksum at e[j], row = outrow[j] (j if NULL),
-    weight column c in bandwidth h[c] (h[0] when shared). e NULL: every
+    weight column c in bandwidth h[c] (h[0] when shared), from the
+    recursion's tables tb.Lincl and tb.R (exclusive). e NULL: every
     point sits on its anchor, e[j] = anchors[lo[j]].
 
     lo[j] is the last anchor <= e[j] (-1 if none). An evaluation point that is
@@ -372,6 +374,21 @@ cdef void _evaluate(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
     log(right part) - d_right, so a point thousands of bandwidths from the
     sample gets its log density instead of log(0) (positive weights and beta).
     """
+    cdef const double* e = ev.e
+    cdef const Py_ssize_t* lo = ev.lo
+    cdef Py_ssize_t m = ev.m
+    cdef const Py_ssize_t* outrow = ev.outrow
+    cdef double* S = ev.S
+    cdef double* D = ev.D
+    cdef bint logS = ev.logS
+    cdef const double* anchors = A.x
+    cdef Py_ssize_t G = A.G
+    cdef int r = A.r
+    cdef const double* h = A.h
+    cdef bint shared = A.shared
+    cdef const Kernel* ker = A.ker
+    cdef const double* Lincl = tb.Lincl
+    cdef const double* Rexcl = tb.R
     cdef Py_ssize_t j, g, o
     cdef int c, k
     cdef int a = ker.a
@@ -476,54 +493,53 @@ cdef void _tables_free(RunningSums* tb) noexcept nogil:
     memset(tb, 0, sizeof(RunningSums))
 
 
-cdef void _sums_on_anchors(const double* anchors, Py_ssize_t G, const double* Wa, int r,
-                          const double* h, bint shared, const Kernel* ker, RunningSums* tb,
-                          const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                          const Py_ssize_t* outrow, double* S, double* D, bint logS,
-                          bint have_T, int nthr) noexcept nogil:
-    """Sums of weights Wa [G, r] sitting on the anchors (column c in bandwidth
-    h[c], or h[0] when shared), at m evaluation points, on nthr threads. (The
+cdef void _sums_on_anchors(const Anchors* A, const double* Wa, RunningSums* tb, const EvalRows* ev, bint have_T,
+                          int nthr) noexcept nogil:
+    """Sums of weights Wa [G, r] sitting on A's anchors (column c in bandwidth
+    h[c], or h[0] when shared), at ev's points, on nthr threads. (The
     weights serve as the left deposits directly: no table to fill.) have_T:
-    see _recurse. e NULL: every evaluation point sits on its anchor lo[j],
+    see _recurse. ev.e NULL: every evaluation point sits on its anchor lo[j],
     lo nondecreasing (exact sums at the sample, grid sums at grid points):
     on one thread, with the default kernel, the passes then run as one
     sweep (_core/sweep.h)."""
-    nthr = _region_threads(nthr, (G + m) * r)
-    if e == NULL and nthr == 1 and ker.a == 1 and not logS:
+    # one thread when neither region's work pays for a team (_recurse's and _evaluate_chunks' own caps)
+    nthr = max(_region_threads(nthr, A.G * A.r), _region_threads(nthr, ev.m * A.r))
+    if ev.e == NULL and nthr == 1 and A.ker.a == 1 and not ev.logS:
         if not have_T:
-            _gap_decays(anchors, 1, G, h, shared, 1, r, tb.decay)
-        _sweep1(anchors, G, Wa, r, h, shared, ker.beta, ker.gamma, tb.Lincl, tb.R, tb.decay, lo, m, outrow, S, D)
+            _gap_decays(A.x, 1, A.G, A.h, A.shared, 1, A.r, tb.decay)
+        _sweep1(A.x, A.G, Wa, A.r, A.h, A.shared, A.ker.beta, A.ker.gamma, tb.Lincl, tb.R, tb.decay, ev.lo, ev.m,
+                ev.outrow, ev.S, ev.D)
         return
-    _recurse(anchors, G, r, h, shared, ker.a, ker.binom, Wa, 1, tb.Lincl, tb.R, tb.decay, True, have_T, nthr)
-    _evaluate_chunks(e, lo, m, outrow, anchors, G, r, h, shared, ker, Wa, 1, tb, S, D, logS, nthr)
+    _recurse(A, Wa, 1, tb, True, have_T, nthr)
+    _evaluate_chunks(A, ev, Wa, 1, tb, nthr)
 
 
-cdef void _evaluate_chunks(const double* e, const Py_ssize_t* lo, Py_ssize_t m,
-                           const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
-                           const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
-                           const RunningSums* tb, double* S, double* D, bint logS, int nthr) noexcept nogil:
+cdef void _evaluate_chunks(const Anchors* A, const EvalRows* ev, const double* dep, int dep_a1,
+                           const RunningSums* tb, int nthr) noexcept nogil:
     """_evaluate over chunks of points on nthr threads (points are independent)."""
-    nthr = _region_threads(nthr, m * r)
+    nthr = _region_threads(nthr, ev.m * A.r)
+    cdef Py_ssize_t m = ev.m
     cdef Py_ssize_t chunk = max(1024, (m + 4 * nthr - 1) // (4 * nthr)), nch = (m + chunk - 1) // chunk, c0
     if nthr == 1 or nch == 1:
-        _evaluate_chunk(e, lo, 0, m, outrow, anchors, G, r, h, shared, ker, dep, dep_a1, tb, S, D, logS)
+        _evaluate(A, ev, dep, dep_a1, tb)
         return
     for c0 in prange(nch, num_threads=nthr, schedule="static"):
-        _evaluate_chunk(e, lo, c0 * chunk, min(chunk, m - c0 * chunk), outrow, anchors, G, r, h, shared, ker, dep,
-                        dep_a1, tb, S, D, logS)
+        _evaluate_chunk(A, ev, c0 * chunk, min(chunk, m - c0 * chunk), dep, dep_a1, tb)
 
 
-cdef inline void _evaluate_chunk(const double* e, const Py_ssize_t* lo, Py_ssize_t s0, Py_ssize_t len0,
-                                 const Py_ssize_t* outrow, const double* anchors, Py_ssize_t G, int r,
-                                 const double* h, bint shared, const Kernel* ker, const double* dep, int dep_a1,
-                                 const RunningSums* tb, double* S, double* D, bint logS) noexcept nogil:
-    cdef const double* es = e + s0 if e != NULL else NULL
-    if outrow != NULL:
-        _evaluate(es, lo + s0, len0, outrow + s0, anchors, G, r, h, shared, ker, dep, dep_a1,
-                  tb.Lincl, tb.R, S, D, logS)
+cdef inline void _evaluate_chunk(const Anchors* A, const EvalRows* ev, Py_ssize_t s0, Py_ssize_t len0,
+                                 const double* dep, int dep_a1, const RunningSums* tb) noexcept nogil:
+    """_evaluate of ev's points s0 .. s0+len0-1."""
+    cdef EvalRows part = ev[0]
+    part.e = ev.e + s0 if ev.e != NULL else NULL
+    part.lo = ev.lo + s0
+    part.m = len0
+    if ev.outrow != NULL:
+        part.outrow = ev.outrow + s0
     else:
-        _evaluate(es, lo + s0, len0, NULL, anchors, G, r, h, shared, ker, dep, dep_a1, tb.Lincl, tb.R,
-                  S + s0 * r if S != NULL else NULL, D + s0 * r if D != NULL else NULL, logS)
+        part.S = ev.S + s0 * A.r if ev.S != NULL else NULL
+        part.D = ev.D + s0 * A.r if ev.D != NULL else NULL
+    _evaluate(A, &part, dep, dep_a1, tb)
 
 
 cdef void _last_of_ties(const double* sorted_x, Py_ssize_t n, Py_ssize_t* last) noexcept nogil:
@@ -556,40 +572,54 @@ cdef inline void _sorted_rows(const double* W, Py_ssize_t r, const Py_ssize_t* o
             Wa[q * r + j] = W[order[q] * r + j]
 
 
-cdef int _sample_sums(const double* x, Py_ssize_t n, const double* W, int r, double h, const Kernel* ker,
-                     RunningSums* tb, Py_ssize_t* order, double* anchors, double* Wa, const double* es,
-                     const Py_ssize_t* eorder, Py_ssize_t m, Py_ssize_t* lo, double* S, double* D, bint logS,
+cdef struct SampleScratch:
+    # a sample's sort and the recursion's tables, for its n points
+    RunningSums* tb
+    Py_ssize_t* order       # n: the sample's order
+    double* anchors         # n: the sorted sample
+    double* Wa              # [n, r]: the weights in sorted order
+    Py_ssize_t* lo          # m: each evaluation point's last anchor
+
+
+cdef int _sample_sums(const double* x, const double* W, Anchors* A, SampleScratch* sc, EvalRows* ev,
                      int nthr) noexcept nogil:
-    """Exact sums of the sample x [n] with weights W [n, r] (row i: x[i]'s),
-    at m sorted evaluation points es (eorder: their rows of S and D), or at
-    the sample itself (es NULL, m = n, rows in x's order). Scratch: order,
-    anchors [n], Wa [n, r], lo [m], tb for n anchors. Returns -1 when out
-    of memory (the sort's)."""
-    cdef Py_ssize_t q
+    """Exact sums of the sample x [A.G] with weights W [A.G, A.r] (row i:
+    x[i]'s) in A's bandwidth and kernel, at ev.m sorted evaluation points
+    ev.e (ev.outrow: their rows of S and D), or at the sample itself (ev.e
+    NULL, m = n, rows in x's order). A's anchors, ev's anchors and, at the
+    sample, its rows are set here, in sc. Returns -1 when out of memory
+    (the sort's)."""
+    cdef Py_ssize_t q, n = A.G
+    cdef int r = A.r
+    cdef int copy_thr = _entry_threads(nthr, n * r)
     nthr = _region_threads(nthr, n * r)
-    if _argsort(x, n, order, anchors, nthr):
+    if _argsort(x, n, sc.order, sc.anchors, nthr):
         return -1
-    if nthr == 1 or n * r < 65536:
-        # no OpenMP region for a short copy: class_sums calls this per (column, class)
-        _sorted_rows(W, r, order, Wa, 0, n)
+    if copy_thr == 1:
+        _sorted_rows(W, r, sc.order, sc.Wa, 0, n)
     else:
-        for q in prange(nthr, num_threads=nthr, schedule="static"):
-            _sorted_rows(W, r, order, Wa, q * n // nthr, (q + 1) * n // nthr)
-    if es == NULL:
+        for q in prange(copy_thr, num_threads=copy_thr, schedule="static"):
+            _sorted_rows(W, r, sc.order, sc.Wa, q * n // copy_thr, (q + 1) * n // copy_thr)
+    A.x = sc.anchors
+    ev.lo = sc.lo
+    if ev.e == NULL:
         # in sorted order; a point's anchor is its tie group's last
-        _last_of_ties(anchors, n, lo)
+        _last_of_ties(sc.anchors, n, sc.lo)
+        ev.outrow = sc.order
     else:
-        _merge_anchors(anchors, n, es, m, lo)
+        _merge_anchors(sc.anchors, n, ev.e, ev.m, sc.lo)
     # at the sample every point is its own anchor
-    _sums_on_anchors(anchors, n, Wa, r, &h, True, ker, tb, es, lo, m,
-                     <const Py_ssize_t*> order if es == NULL else eorder, S, D, logS, False, nthr)
+    _sums_on_anchors(A, sc.Wa, sc.tb, ev, False, nthr)
     return 0
 
 
 def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const double[:, ::1] H,
-               const double[:, ::1] Zte, const double[::1] beta, bint log_S, int num_threads):
+               const double[:, ::1] Zte, const double[::1] beta, bint log_S, int num_threads, w=None):
     """[m, K]: for each class k, sum_t log f_kt(Zte[:, t]) (log_S) or prod_t f_kt(Zte[:, t]),
-    f_kt(z) = 1/(n_k H[k, t]) sum_{y0_i = k} K((z - Ztr[i, t]) / H[k, t]).
+    f_kt(z) = 1/(n_k H[k, t]) sum_{y0_i = k} K((z - Ztr[i, t]) / H[k, t]); with
+    the training points' weights ``w`` [n] (positive), point i weighs
+    w_i / (W_k H[k, t]), W_k its class's total weight (math.fsum), as in the
+    objective (passes.pyx's ColumnScratch).
 
     _sample_sums of each (column, class) with weights 1/(n_k H[k, t]), every
     column's evaluation points sorted once for all classes, and the columns
@@ -611,6 +641,17 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     for k in range(K):
         if counts[k + 1] == 0:
             raise ValueError(f"class {k} has no training points")
+    cdef bint weighted = w is not None
+    cdef const double[::1] wt
+    # each class's total weight: its count without weights
+    totals = counts[1:].astype(np.float64)
+    if weighted:
+        wa = np.ascontiguousarray(w, dtype=np.float64)
+        if wa.shape != (n,) or not np.all(np.isfinite(wa)) or not np.all(wa > 0):
+            raise ValueError(f"w must hold {n} positive finite weights")
+        wt = wa
+        totals = np.array([math.fsum(wa[np.asarray(y0) == k]) for k in range(K)])
+    cdef const double[::1] Wk = totals
     # each class's rows, in row order: start[k] .. start[k + 1]
     start = np.cumsum(counts)
     rows = np.argsort(np.asarray(y0), kind="stable").astype(np.intp)
@@ -624,7 +665,7 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     cdef Kernel ker
     _make_kernel(&beta[0], beta.shape[0], &ker)
     cdef RunningSums tb
-    cdef double h, w
+    cdef double h, wcls
     cdef double* xk = <double*> scratch_alloc(nmax * sizeof(double))
     cdef double* wk = <double*> scratch_alloc(nmax * sizeof(double))
     cdef Py_ssize_t* order = <Py_ssize_t*> scratch_alloc(nmax * sizeof(Py_ssize_t))
@@ -635,6 +676,9 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
     cdef double* es = <double*> scratch_alloc(m * sizeof(double))
     cdef Py_ssize_t* lo = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
     cdef double* S = <double*> scratch_alloc(m * sizeof(double))
+    cdef SampleScratch sc = SampleScratch(tb=&tb, order=order, anchors=anchors, Wa=Wa, lo=lo)
+    cdef Anchors A
+    cdef EvalRows ev
     with nogil:
         if (_tables_alloc(&tb, nmax, 1, ker.a + 1, True, False) or xk == NULL or wk == NULL or order == NULL
                 or anchors == NULL or Wa == NULL or e == NULL or eorder == NULL or es == NULL
@@ -649,12 +693,13 @@ def class_sums(const double[:, ::1] Ztr, const Py_ssize_t[::1] y0, int K, const 
             while k < K and not bad:
                 q = st[k + 1] - st[k]
                 h = H[k, t]
-                w = 1.0 / (q * h)
+                wcls = 1.0 / (Wk[k] * h)
                 for i in range(q):
                     xk[i] = Ztr[rw[st[k] + i], t]
-                    wk[i] = w
-                bad = _sample_sums(xk, q, wk, 1, h, &ker, &tb, order, anchors, Wa, es, eorder, m, lo, S, NULL,
-                                   log_S, nthr)
+                    wk[i] = wt[rw[st[k] + i]] * wcls if weighted else wcls
+                A = Anchors(x=NULL, G=q, r=1, h=&h, shared=True, ker=&ker)
+                ev = EvalRows(e=es, lo=NULL, m=m, outrow=eorder, S=S, D=NULL, logS=log_S)
+                bad = _sample_sums(xk, wk, &A, &sc, &ev, nthr)
                 if not bad:
                     for j in range(m):
                         if log_S:
@@ -700,14 +745,18 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
     cdef Py_ssize_t* eorder = order if at_x else <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
     cdef double* es = anchors if at_x else <double*> scratch_alloc(m * sizeof(double))
     cdef Py_ssize_t* lo = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
+    cdef SampleScratch sc = SampleScratch(tb=&tb, order=order, anchors=anchors, Wa=Wa, lo=lo)
+    cdef Anchors A = Anchors(x=NULL, G=n, r=<int> r, h=&h, shared=True, ker=&ker)
+    cdef EvalRows rows = EvalRows(e=NULL, lo=NULL, m=m, outrow=eorder, S=Sp, D=Dp, logS=log_S)
+    if not at_x:
+        rows.e = es
     with nogil:
         if (_tables_alloc(&tb, n, r, a1, True, False) or order == NULL or anchors == NULL or Wa == NULL
                 or eorder == NULL or es == NULL or lo == NULL
                 or (not at_x and _argsort(&ev[0], m, eorder, es, nthr))):
             bad = 1
         else:
-            bad = _sample_sums(&x[0], n, &W[0, 0], r, h, &ker, &tb, order, anchors, Wa,
-                               <const double*> NULL if at_x else es, eorder, m, lo, Sp, Dp, log_S, nthr)
+            bad = _sample_sums(&x[0], &W[0, 0], &A, &sc, &rows, nthr)
     _tables_free(&tb)
     if not at_x:
         scratch_free(eorder); scratch_free(es)
@@ -738,6 +787,8 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     cdef int bad = 0
     cdef RunningSums tb
     cdef Py_ssize_t* lo = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
+    cdef Anchors A = Anchors(x=&grid[0], G=G, r=<int> r, h=&h, shared=True, ker=&ker)
+    cdef EvalRows ev = EvalRows(e=&e[0], lo=lo, m=m, outrow=NULL, S=Sp, D=Dp, logS=False)
     with nogil:
         if _tables_alloc(&tb, G, r, ker.a + 1, True, False) or lo == NULL:
             bad = 1
@@ -756,8 +807,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
                 while g + 1 < G and grid[g + 1] <= e[j]:
                     g += 1
                 lo[j] = g
-            _sums_on_anchors(&grid[0], G, &Wg[0, 0], r, &h, True, &ker, &tb, &e[0], lo, m,
-                             NULL, Sp, Dp, False, False, max(1, num_threads))
+            _sums_on_anchors(&A, &Wg[0, 0], &tb, &ev, False, max(1, num_threads))
     _tables_free(&tb)
     scratch_free(lo)
     if bad:

@@ -1,6 +1,7 @@
 """R's ``OPNB_CV_lam``: choose the penalty by cross-validated accuracy."""
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from collections import Counter
@@ -14,6 +15,7 @@ from ._validation import (as_positive_scalar, check_aligned, check_lam, check_nd
 from .fitting import OPNB, opnb_journal
 from .labels import factor_levels, factor_values
 from .model import OPNBModel, predict
+from .weights import check_weights
 
 __all__ = ["OPNB_CV_lam", "opnb_journal_cv"]
 
@@ -128,18 +130,40 @@ def _warn_once(caller: str, notes: List[str], fits: int) -> None:
                       exceptions.ConvergenceWarning, stacklevel=3)
 
 
+def _weights_of(w: Optional[np.ndarray], rows: np.ndarray) -> Dict[str, Any]:
+    """The fit's weights= for these rows (nothing without weights)."""
+    return {} if w is None else {"weights": w[rows]}
+
+
+def _hits(pred: np.ndarray, labels: np.ndarray, w: Optional[np.ndarray], test: np.ndarray) -> float:
+    """The test rows predicted right: counted, or their weight (correctly rounded)."""
+    right = np.asarray(pred) == np.asarray(labels)
+    return float(np.sum(right)) if w is None else math.fsum(w[test][right])
+
+
+def _cv_weights(weights: Any, n: int) -> Optional[np.ndarray]:
+    """The rows' weights for cross-validation, every row kept (a fold's fit
+    drops its rows of weight 0, and they count 0 in its accuracy); None
+    without weights or where they are all equal."""
+    w, _ = check_weights(weights, n, "weights")
+    if w is None:
+        return None
+    return np.asarray(weights, dtype=np.float64)
+
+
 def _cv_accuracy(X, labels, folds, lam, fit_kwargs, progress: Optional[_Progress] = None,
-                 label: str = "") -> Tuple[float, List[str]]:
-    correct = 0
-    total = 0
+                 label: str = "", w: Optional[np.ndarray] = None) -> Tuple[float, List[str]]:
+    correct = 0.0
+    total = 0.0
     notes: List[str] = []
     for j, test in enumerate(folds):
         train = np.concatenate([f for i, f in enumerate(folds) if i != j])
-        model, said = exceptions.fit_quietly(OPNB, X[train], labels[train], lam=lam, **fit_kwargs)
+        model, said = exceptions.fit_quietly(OPNB, X[train], labels[train], lam=lam, **fit_kwargs,
+                                             **_weights_of(w, train))
         notes += said
         pred = predict(model, X[test])["class"]
-        correct += int(np.sum(pred == np.asarray(labels[test])))
-        total += test.size
+        correct += _hits(pred, labels[test], w, test)
+        total += test.size if w is None else math.fsum(w[test])
         if progress is not None:
             progress.step(f"{label} fold {j + 1}/{len(folds)}")
     return correct / total, notes
@@ -178,6 +202,7 @@ def OPNB_CV_lam(
     leave_rows_out: bool = False,
     r_defects: bool = False,
     priors: Any = None,
+    weights: Any = None,
     **kwargs: Any,
 ) -> Dict[str, Any]:
     """Cross-validate the penalty over ``lam0 * factor^(i-1)``, i = 1..nlam, as R's ``OPNB_CV_lam``.
@@ -247,6 +272,11 @@ def OPNB_CV_lam(
         The class priors of every fit, the refit's included, as in
         :func:`OPNB` (an array in the order of y's levels); default each
         fit's class proportions, as R's.
+    weights : array-like of shape (n_samples,), optional
+        The rows' weights, ours (R's has none), as in :func:`OPNB`: each
+        fold's fit takes its rows' weights, and the accuracy is the weight
+        share of the held-out rows predicted right (rows of weight 0 count
+        for nothing).
     **kwargs
         ``factor``, R's name for ``factor_``; anything else is an error.
 
@@ -280,6 +310,7 @@ def OPNB_CV_lam(
     fac = as_positive_scalar(factor_, "factor")
     lams = lam0 * fac ** np.arange(int(nlam))
     jobs_n = _n_jobs(n_jobs, cores)
+    w = _cv_weights(weights, Xa.shape[0])
     fit_kwargs = dict(ndim=ndim, V0=V0, scale=scale, nbin=nbin, C=C, correct=correct, maxit=maxit,
                       r_defects=r_defects, priors=_priors_by_label(priors, labels))
     thr = _fold_threads(threads, jobs_n, fit_kwargs)
@@ -289,7 +320,7 @@ def OPNB_CV_lam(
         bar = _Progress(len(lams), progress)
         acc = [None] * len(lams)
         jobs = Parallel(n_jobs=jobs_n, return_as="generator_unordered")(
-            delayed(lambda i, lam: (i, _cv_accuracy(Xa, labels, fl, lam, fit_kwargs)))(i, lam)
+            delayed(lambda i, lam: (i, _cv_accuracy(Xa, labels, fl, lam, fit_kwargs, w=w)))(i, lam)
             for i, lam in enumerate(lams))
         notes: List[str] = []
         for i, (a, said) in jobs:
@@ -298,7 +329,7 @@ def OPNB_CV_lam(
             bar.step(f"lam {lams[i]:.3g}: accuracy {a:.4f}")
     else:
         bar = _Progress(len(lams) * len(fl), progress)
-        runs = [_cv_accuracy(Xa, labels, fl, lam, fit_kwargs, bar, f"lam {i + 1}/{len(lams)} = {lam:.3g}")
+        runs = [_cv_accuracy(Xa, labels, fl, lam, fit_kwargs, bar, f"lam {i + 1}/{len(lams)} = {lam:.3g}", w)
                 for i, lam in enumerate(lams)]
         acc = [a for a, _ in runs]
         notes = [n for _, said in runs for n in said]
@@ -307,28 +338,32 @@ def OPNB_CV_lam(
     best = int(np.argmax(acc))  # first of the maxima
     rows = np.concatenate(fl)
     fit_kwargs["threads"] = thr
-    model: OPNBModel = OPNB(Xa[rows], labels[rows], lam=lams[best], **fit_kwargs)
+    model: OPNBModel = OPNB(Xa[rows], labels[rows], lam=lams[best], **fit_kwargs, **_weights_of(w, rows))
     return {"model": model, "cv_stats": np.column_stack([lams, acc])}
 
 
 _JOURNAL_GAMMAS = (1 / 3, 1 / 2, 1.0, 2.0, 3.0)
 
 
-def _journal_fold(X, labels, train, test, gamma, ndims, path, fit_kwargs) -> Tuple[np.ndarray, List[str], int]:
-    """Test-fold hits (count of correct predictions) for each ndim, the fits'
-    convergence warnings, and the number of fits."""
-    hits = np.zeros(len(ndims), dtype=np.int64)
+def _journal_fold(X, labels, train, test, gamma, ndims, path, fit_kwargs,
+                  w: Optional[np.ndarray] = None) -> Tuple[np.ndarray, List[str], int]:
+    """Test-fold hits (count of correct predictions, or their weight) for
+    each ndim, the fits' convergence warnings, and the number of fits."""
+    hits = np.zeros(len(ndims))
+    fw = _weights_of(w, train)
     if path:
         # one fit at the largest ndim; its first m greedy columns serve ndim = m
-        model, notes = exceptions.fit_quietly(opnb_journal, X[train], labels[train], ndim=max(ndims), gamma=gamma, **fit_kwargs)
+        model, notes = exceptions.fit_quietly(opnb_journal, X[train], labels[train], ndim=max(ndims), gamma=gamma,
+                                              **fit_kwargs, **fw)
         for j, m in enumerate(ndims):
-            hits[j] = int(np.sum(predict(model, X[test], ndim=m, log=True)["class"] == np.asarray(labels[test])))
+            hits[j] = _hits(predict(model, X[test], ndim=m, log=True)["class"], labels[test], w, test)
         return hits, notes, 1
     notes = []
     for j, m in enumerate(ndims):
-        model, said = exceptions.fit_quietly(opnb_journal, X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs)
+        model, said = exceptions.fit_quietly(opnb_journal, X[train], labels[train], ndim=m, gamma=gamma, **fit_kwargs,
+                                             **fw)
         notes += said
-        hits[j] = int(np.sum(predict(model, X[test], log=True)["class"] == np.asarray(labels[test])))
+        hits[j] = _hits(predict(model, X[test], log=True)["class"], labels[test], w, test)
     return hits, notes, len(ndims)
 
 
@@ -350,6 +385,7 @@ def opnb_journal_cv(
     progress: bool = False,
     leave_rows_out: bool = False,
     priors: Any = None,
+    weights: Any = None,
 ) -> Dict[str, Any]:
     """Tune the journal formulation's gamma and ndim by cross-validated accuracy.
 
@@ -398,6 +434,8 @@ def opnb_journal_cv(
         R's 1-based folds unless this is given.
     priors : mapping or array-like of shape (n_classes,), optional
         The class priors of every fit, as in :func:`OPNB_CV_lam`.
+    weights : array-like of shape (n_samples,), optional
+        The rows' weights, as in :func:`OPNB_CV_lam`.
 
     Returns
     -------
@@ -426,6 +464,7 @@ def opnb_journal_cv(
         raise ValueError("ndim must list at least one number of columns")
     gammas = [as_positive_scalar(g, "gamma") for g in np.atleast_1d(gamma)]
     jobs_n = _n_jobs(n_jobs, cores)
+    w = _cv_weights(weights, Xa.shape[0])
     fit_kwargs: Dict[str, Any] = dict(nbin=nbin, prescale=prescale, maxit=maxit,
                                       priors=_priors_by_label(priors, labels))
     thr = _fold_threads(threads, jobs_n, fit_kwargs)
@@ -434,9 +473,9 @@ def opnb_journal_cv(
 
     def job(g: int, j: int):
         train = np.concatenate([f for i, f in enumerate(fl) if i != j])
-        return g, _journal_fold(Xa, labels, train, fl[j], gammas[g], ndims, path, fit_kwargs)
+        return g, _journal_fold(Xa, labels, train, fl[j], gammas[g], ndims, path, fit_kwargs, w)
 
-    hits = np.zeros((len(gammas), len(ndims)), dtype=np.int64)
+    hits = np.zeros((len(gammas), len(ndims)))
     if jobs_n > 1:
         from joblib import Parallel, delayed
 
@@ -451,10 +490,11 @@ def opnb_journal_cv(
         fits += k
         bar.step(f"gamma {gammas[g]:.3g}")
     _warn_once("opnb_journal_cv", notes, fits)
-    acc = hits / sum(f.size for f in fl)
+    acc = hits / (sum(f.size for f in fl) if w is None else math.fsum(w[np.concatenate(fl)]))
     gi, mi = np.unravel_index(int(np.argmax(acc)), acc.shape)  # first of the maxima, row-major
     rows = np.concatenate(fl)
     fit_kwargs["threads"] = thr
-    model = opnb_journal(Xa[rows], labels[rows], ndim=ndims[mi], gamma=gammas[gi], **fit_kwargs)
+    model = opnb_journal(Xa[rows], labels[rows], ndim=ndims[mi], gamma=gammas[gi], **fit_kwargs,
+                         **_weights_of(w, rows))
     stats = np.array([[g, m, acc[a, b]] for a, g in enumerate(gammas) for b, m in enumerate(ndims)])
     return {"model": model, "gamma": gammas[gi], "ndim": ndims[mi], "cv_stats": stats}

@@ -5,12 +5,14 @@ the LDA comparator; every sum and eigenvector is computed in a fixed order
 (:mod:`pyopnb._core.linalg`), so the bits do not depend on the CPU."""
 from __future__ import annotations
 
+import math
 from typing import Optional, Tuple
 
 import numpy as np
 
 from . import _threads
 from ._core import colstats, linalg as _linalg
+from .weights import class_totals, weighted_colmeans, weighted_cov
 
 __all__ = ["within_between", "inv_sqrt", "discriminant_directions", "lda_start"]
 
@@ -19,21 +21,33 @@ RANK_TOL = 1e-10
 
 
 def within_between(Xs: np.ndarray, codes: np.ndarray, K: int,
-                   threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+                   threads: Optional[int] = None, w: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Sigma_W, the pooled within-class covariance (1/n) sum (x_i - mu_{y_i})(x_i - mu_{y_i})',
     and Sigma_B = (1/n) sum_k n_k (mu_k - mu)(mu_k - mu)'; Sigma_W + Sigma_B is
-    the total (biased) covariance. Every sum runs over the rows in order
-    (:mod:`pyopnb._core.linalg`), so the bits do not depend on the CPU."""
+    the total (biased) covariance. With the points' weights ``w``
+    (:mod:`pyopnb.weights`), each point weighs w_i / W and each class W_k / W.
+    Every sum runs over the rows in order (:mod:`pyopnb._core.linalg`), so
+    the bits do not depend on the CPU."""
     n = Xs.shape[0]
     thr = _threads.resolve(threads)
-    counts = np.bincount(codes, minlength=K)
     onehot = np.zeros((n, K))
-    onehot[np.arange(n), codes] = 1.0
-    means = _linalg.crossprod(onehot, Xs, thr) / counts[:, None]
+    if w is None:
+        counts = np.bincount(codes, minlength=K)
+        onehot[np.arange(n), codes] = 1.0
+        means = _linalg.crossprod(onehot, Xs, thr) / counts[:, None]
+        R = np.ascontiguousarray(Xs - means[codes])
+        Sw = _linalg.crossprod(R, R, thr) / n
+        M = np.ascontiguousarray(means - colstats.r_colsums(np.ascontiguousarray(Xs)) / n)
+        Sb = _linalg.crossprod(np.ascontiguousarray(M * counts[:, None]), M, thr) / n
+        return (Sw + Sw.T) / 2, (Sb + Sb.T) / 2
+    totals = class_totals(codes, K, w)
+    W = math.fsum(w)
+    onehot[np.arange(n), codes] = w
+    means = _linalg.crossprod(onehot, Xs, thr) / totals[:, None]
     R = np.ascontiguousarray(Xs - means[codes])
-    Sw = _linalg.crossprod(R, R, thr) / n
-    M = np.ascontiguousarray(means - colstats.r_colsums(np.ascontiguousarray(Xs)) / n)
-    Sb = _linalg.crossprod(np.ascontiguousarray(M * counts[:, None]), M, thr) / n
+    Sw = _linalg.crossprod(np.ascontiguousarray(R * w[:, None]), R, thr) / W
+    M = np.ascontiguousarray(means - weighted_colmeans(Xs, w, thr))
+    Sb = _linalg.crossprod(np.ascontiguousarray(M * totals[:, None]), M, thr) / W
     return (Sw + Sw.T) / 2, (Sb + Sb.T) / 2
 
 
@@ -46,8 +60,8 @@ def inv_sqrt(S: np.ndarray) -> Tuple[np.ndarray, int]:
     return _linalg.matmul(U / np.sqrt(vals[keep]), U.T), int(keep.sum())
 
 
-def discriminant_directions(X: np.ndarray, codes: np.ndarray, K: int,
-                            threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+def discriminant_directions(X: np.ndarray, codes: np.ndarray, K: int, threads: Optional[int] = None,
+                            w: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """LDA's discriminant directions [p, r] and their eigenvalues [r],
     largest first: D = Sigma_W^(+1/2) U with U the eigenvectors of
     Sigma_W^(+1/2) Sigma_B Sigma_W^(+1/2), so that D' Sigma_W D = I (the
@@ -55,7 +69,7 @@ def discriminant_directions(X: np.ndarray, codes: np.ndarray, K: int,
     leading eigenvectors of Sigma_W^+ Sigma_B. Only the r <= K - 1 directions
     whose eigenvalue exceeds 1e-10 of the largest are kept. Sigma_W's
     pseudo-inverse (on its range) serves where it is singular."""
-    Sw, Sb = within_between(np.ascontiguousarray(X, dtype=np.float64), codes, K, threads)
+    Sw, Sb = within_between(np.ascontiguousarray(X, dtype=np.float64), codes, K, threads, w)
     W, _ = inv_sqrt(Sw)
     vals, vecs = _linalg.eigh(_linalg.matmul(_linalg.matmul(W, Sb), W))
     top = max(vals[0], 0.0) if vals.size else 0.0
@@ -63,7 +77,8 @@ def discriminant_directions(X: np.ndarray, codes: np.ndarray, K: int,
     return _linalg.matmul(W, vecs[:, :r]), vals[:r]
 
 
-def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int, threads: Optional[int] = None) -> np.ndarray:
+def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int, threads: Optional[int] = None,
+              w: Optional[np.ndarray] = None) -> np.ndarray:
     """The journal's start: the leading eigenvectors of Sigma_W^-1 Sigma_B
     (LDA's discriminant directions, at most K - 1 of them), then, when ndim is
     larger, the leading principal components of the data projected onto the
@@ -79,7 +94,7 @@ def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int, threads: Opt
     d = Xs.shape[1]
     thr = _threads.resolve(threads)
     Xs = np.ascontiguousarray(Xs, dtype=np.float64)
-    D = np.ascontiguousarray(discriminant_directions(Xs, codes, K, thr)[0][:, :ndim])
+    D = np.ascontiguousarray(discriminant_directions(Xs, codes, K, thr, w)[0][:, :ndim])
     r = D.shape[1]
     if r:
         D /= colstats.col_norms(D)
@@ -88,7 +103,7 @@ def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int, threads: Opt
     # principal components of the data with the discriminant directions projected out
     Q = _linalg.orthonormal(D) if r else np.zeros((d, 0))
     Xp = np.ascontiguousarray(Xs - _linalg.matmul(_linalg.matmul(Xs, Q, thr), Q.T, thr)) if r else Xs
-    C = colstats.r_cov(Xp, thr)
+    C = colstats.r_cov(Xp, thr) if w is None else weighted_cov(Xp - weighted_colmeans(Xp, w, thr), w, thr)
     pvals, pvecs = _linalg.eigh(C)
     # the PCs are orthogonal to Q where C has rank; make sure, then complete
     P = pvecs - _linalg.matmul(Q, _linalg.crossprod(Q, pvecs, thr)) if r else pvecs

@@ -284,5 +284,5 @@ def _plane_log_joint(model: OPNBModel, Ztr: np.ndarray, cols: Sequence[int], cen
     out = _log_joint(model, Ztr[:, list(cols)], cols, at)
     if other:
         out = out + class_log_densities(Ztr[:, other], model.y0, model.nc, model.h[:, other],
-                                        centre[None, other], True)
+                                        centre[None, other], True, w=model.w)
     return out

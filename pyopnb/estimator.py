@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from ._validation import check_ndim, check_priors, estimator_data, fit_data
+from ._validation import check_ndim, check_priors, estimator_data, fit_data, label_text
 from .fitting import fit
 from .formulation import Formulation, corrected, formulation
 from .model import OPNBModel, predict, projection, staged_log_joint
@@ -64,9 +64,10 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
     by ``get_feature_names_out`` (so ``set_output(transform="pandas")``
     works). A DataFrame given to predict or transform is matched to the
     training columns by name, in any order, integer names too (fitted on an
-    array, X is read by position, as in scikit-learn). ``fit`` takes no
-    ``sample_weight``: OPNB's kernel sums and priors are unweighted, and
-    ignoring weights would be a silent wrong answer.
+    array, X is read by position, as in scikit-learn). ``fit`` takes
+    ``sample_weight`` (and ``class_weight`` multiplies it): every statistic,
+    class density and the likelihood weigh the rows in proportion
+    (:mod:`pyopnb.weights`).
 
     Each formulation takes its own parameters; those left at None take the
     formulation's defaults, and one of another formulation given a value is
@@ -108,6 +109,12 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         or a mapping from label to prior naming every class; each positive,
         summing to 1. Default: the training data's class proportions. The
         fit's likelihood and every prediction use them (every formulation).
+    class_weight : dict or "balanced", optional
+        Weights of the classes, multiplying ``sample_weight``, as
+        scikit-learn's classifiers take them: a mapping from label to weight,
+        or "balanced" (n / (n_classes n_k)). They weigh the likelihood and,
+        unless ``priors`` are given, make the priors the classes' weight
+        shares ("balanced": equal priors).
     maxit : int, default 100
         L-BFGS-B's iteration limit (R's optim ``maxit``, 100).
     threads : int, optional
@@ -143,7 +150,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
                  scale: Optional[bool] = None, V0: Optional[Callable] = None, C: Optional[Callable] = None,
                  correct: Optional[bool] = None, threads: Optional[int] = None, formulation: str = "R",
                  gamma: Optional[float] = None, prescale: Optional[bool] = None, maxit: int = 100,
-                 r_defects: Optional[bool] = None, priors: Any = None):
+                 r_defects: Optional[bool] = None, priors: Any = None, class_weight: Any = None):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -158,6 +165,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         self.maxit = maxit
         self.r_defects = r_defects
         self.priors = priors
+        self.class_weight = class_weight
 
     def _formulation(self) -> Formulation:
         """The formulation with the parameters given (those left at None take its defaults)."""
@@ -177,7 +185,7 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
                 name = corrected(name)
         return formulation(name, **given)
 
-    def fit(self, X: Any, y: Any) -> "OPNBClassifier":
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "OPNBClassifier":
         """Fit the projection and the class densities.
 
         Parameters
@@ -188,6 +196,10 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
             Labels of any kind. ``classes_`` are the distinct labels sorted,
             as in scikit-learn's classifiers: a pandas Categorical's level
             order is not kept (:func:`pyopnb.OPNB` keeps it, as R's factor).
+        sample_weight : array-like of shape (n,), optional
+            Non-negative weights of the rows: rows of weight 0 are left out,
+            and the others weigh in proportion (weights summing to 1 or to n
+            fit the same model); weights all equal are no weights.
 
         Returns
         -------
@@ -199,8 +211,9 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         self.formulation_ = self._formulation()
         # codes 0..K-1 keep the model's class order that of classes_, the priors' array order
         PI = check_priors(self.priors, self.classes_)
+        weights = self._weights(codes, sample_weight)
         self.model_: OPNBModel = fit(X, codes, self.formulation_, ndim=ndim, nbin=self.nbin, maxit=self.maxit,
-                                     threads=self.threads, priors=PI, caller="OPNBClassifier")
+                                     threads=self.threads, priors=PI, weights=weights, caller="OPNBClassifier")
         # the model is the estimator's: its labels and their type, its columns' names
         self.model_.ynames = np.asarray(self.classes_)
         names = getattr(self, "feature_names_in_", None)
@@ -208,6 +221,25 @@ class OPNBClassifier(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transform
         self._n_features_out = self.model_.ndim
         self.convergence_ = int(self.model_.convergence)
         return self
+
+    def _weights(self, codes: np.ndarray, sample_weight: Any) -> Optional[np.ndarray]:
+        """The rows' weights: sample_weight times class_weight's (None: neither)."""
+        if self.class_weight is None:
+            return sample_weight
+        from sklearn.utils.class_weight import compute_class_weight
+
+        if isinstance(self.class_weight, dict):
+            missing = [label_text(c) for c in self.class_weight if not np.any(self.classes_ == c)]
+            if missing:
+                raise ValueError(f"class_weight names labels that are not classes: {', '.join(missing)}")
+        per_class = compute_class_weight(self.class_weight, classes=self.classes_, y=self.classes_[codes])
+        w = per_class[codes]
+        if sample_weight is None:
+            return w
+        sw = np.asarray(sample_weight, dtype=np.float64)
+        if sw.shape != w.shape:
+            raise ValueError(f"sample_weight must have one weight per row ({w.size}), got shape {sw.shape}")
+        return sw * w
 
     def _validate_test(self, X: Any) -> np.ndarray:
         """X as a float matrix, a dataframe's columns put in the training order by name."""

@@ -18,6 +18,7 @@ instance to :class:`Evaluator`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
@@ -27,7 +28,8 @@ from ._core import colstats, linalg, project
 from ._core.evaluator import CoreEvaluator
 from ._core.interp_grid import InterpGrid
 from ._core.r_grid import RGrid
-from ._core.passes import ExactPasses, LinearPasses
+from ._core.exact import ExactPasses
+from ._core.linear import LinearPasses
 from ._core.scratch import pooled
 from .ksum import DEFAULT_BETA
 
@@ -40,16 +42,23 @@ GRID_EPS = 1e-8
 
 @dataclass(frozen=True)
 class Problem:
-    """Validated inputs: X [n, d] (scaled), y0 [n] (0-based), PI [K], h [K]."""
+    """Validated inputs: X [n, d] (scaled), y0 [n] (0-based), PI [K], h [K],
+    and the points' weights w [n] (None: every point weighs 1)."""
 
     X: np.ndarray
     y0: np.ndarray
     PI: np.ndarray
     h: np.ndarray
+    w: Optional[np.ndarray] = None
 
     @property
     def K(self) -> int:
         return self.PI.size
+
+    @property
+    def W(self) -> float:
+        """The points' total weight, correctly rounded (math.fsum): n without weights."""
+        return float(self.X.shape[0]) if self.w is None else math.fsum(self.w)
 
 
 def _finite_array(value: Any, name: str, ndim: int) -> np.ndarray:
@@ -66,8 +75,10 @@ def _finite_array(value: Any, name: str, ndim: int) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def check_problem(X: Any, y0: Any, PI: Any, h: Any) -> Problem:
-    """Validate the scaled data, 0-based codes, priors and per-class bandwidths."""
+def check_problem(X: Any, y0: Any, PI: Any, h: Any, w: Any = None) -> Problem:
+    """Validate the scaled data, 0-based codes, priors, per-class bandwidths
+    and the points' weights (None, or positive and finite: a fit drops the
+    rows of weight 0 before)."""
     Xa = _finite_array(X, "X", 2)
     n = Xa.shape[0]
     if n == 0:
@@ -96,7 +107,14 @@ def check_problem(X: Any, y0: Any, PI: Any, h: Any) -> Problem:
     counts = np.bincount(yi, minlength=K)
     if np.any(counts == 0):
         raise ValueError(f"class(es) {np.flatnonzero(counts == 0).tolist()} have no points")
-    return Problem(Xa, np.ascontiguousarray(yi, dtype=np.int32), PIa, ha)
+    wa = None
+    if w is not None:
+        wa = _finite_array(w, "w", 1)
+        if wa.size != n:
+            raise ValueError(f"w must have one weight per row of X ({n}), got {wa.size}")
+        if np.any(wa <= 0):
+            raise ValueError("w must be strictly positive (drop the rows of weight 0)")
+    return Problem(Xa, np.ascontiguousarray(yi, dtype=np.int32), PIa, ha, wa)
 
 
 def check_V(V: Any, d: int) -> np.ndarray:
@@ -116,26 +134,26 @@ def check_V(V: Any, d: int) -> np.ndarray:
 @pooled
 def exact_passes(problem: Problem, threads: int, squared_priors: bool = False) -> ExactPasses:
     """Exact sums; ``squared_priors`` for R's f_NB_exact value."""
-    return ExactPasses(problem.y0, problem.h, problem.PI, threads, DEFAULT_BETA, squared_priors)
+    return ExactPasses(problem.y0, problem.h, problem.PI, threads, DEFAULT_BETA, squared_priors, problem.w)
 
 
 @pooled
 def linear_passes(problem: Problem, nbin: int, threads: int) -> LinearPasses:
     """The paper's binned value: linear binning, each point's densities
     summed from the binned weights, and its exact gradient."""
-    return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS, problem.w)
 
 
 @pooled
 def r_grid(problem: Problem, nbin: int, threads: int) -> RGrid:
     """R's binned objective: f_NB_cpp's value and df_NB_cpp's gradient."""
-    return RGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    return RGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS, problem.w)
 
 
 @pooled
 def interp_grid(problem: Problem, nbin: int, threads: int) -> InterpGrid:
     """The journal's binned objective: grid log densities interpolated at the points."""
-    return InterpGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS)
+    return InterpGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS, problem.w)
 
 
 def greedy(ndim: int, values: Callable[[List[int], List[int]], Sequence[float]]) -> List[int]:
@@ -165,8 +183,8 @@ class Evaluator:
     threads : the thread count of the projection and of X' dZ.
 
     ``value(V)``, ``value_and_grad(V)`` and ``order_columns(V)`` take V of
-    any number of columns. The gradient is dl/dV: t(X) %*% dZ / n summed as
-    R's reference BLAS sums it.
+    any number of columns. The gradient is dl/dV: t(X) %*% dZ / W (W = n
+    without weights) summed as R's reference BLAS sums it.
     """
 
     def __init__(self, problem: Problem, core: CoreEvaluator, nbin: Optional[int], threads: int):
@@ -211,9 +229,9 @@ class Evaluator:
         self._at = W.copy()
         if not gradient:
             return float(value), None
-        # t(X) %*% dZ / n, each entry summed over the points in order as R's reference BLAS does
+        # t(X) %*% dZ / W, each entry summed over the points in order as R's reference BLAS does
         G = linalg.crossprod_t(self.problem.X, np.ascontiguousarray(dZt), self.threads)
-        G /= self.problem.X.shape[0]
+        G /= self.problem.W
         return float(value), self.chain(W, norms, G)
 
     def chain(self, W: np.ndarray, norms: Optional[np.ndarray], G: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ from .exceptions import CollapseWarning, RDefectWarning
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
 from .labels import factor_levels
 from .model import OPNBModel, predict
+from .weights import check_weights
 from .r_failures import R_UNDERFLOW, RFailure
 
 __all__ = ["OPNB", "opnb_journal", "fit"]
@@ -53,6 +54,7 @@ def OPNB(
     callback: Optional[Callback] = None,
     r_defects: bool = False,
     priors: Any = None,
+    weights: Any = None,
 ) -> OPNBModel:
     """Fit an Optimal Projections Naive Bayes model, as R's ``OPNB()``.
 
@@ -134,6 +136,14 @@ def OPNB(
         Each positive, summing to 1. The fit's likelihood and every
         prediction use them; R's OPNB has no such argument, and R's
         ``predict`` on a model written with :func:`write_rds` uses them too.
+    weights : array-like of shape (n_samples,), optional
+        One non-negative weight per row, ours (R's OPNB has none): rows of
+        weight 0 are dropped, and the others weigh in the scaling, the
+        start, the bandwidths, the priors, the class densities and the
+        likelihood, in proportion (weights summing to 1 or to n fit the same
+        model; see :mod:`pyopnb.weights`). The model keeps them for its
+        predictions, so R's ``predict`` cannot use it: :func:`write_rds`
+        refuses a weighted model.
 
     Returns
     -------
@@ -168,7 +178,7 @@ def OPNB(
     else:
         form = RFormulation(lam=lam, V0=V0, C=C, scale=scale, r_defects=r_defects)
     return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, priors=priors,
-               caller="OPNB")
+               weights=weights, caller="OPNB")
 
 
 def opnb_journal(
@@ -184,6 +194,7 @@ def opnb_journal(
     threads: Optional[int] = None,
     callback: Optional[Callback] = None,
     priors: Any = None,
+    weights: Any = None,
 ) -> OPNBModel:
     """Fit OPNB as published (the journal version of the paper).
 
@@ -227,6 +238,8 @@ def opnb_journal(
         Called after each iteration, as in :func:`OPNB`.
     priors : mapping or array-like of shape (n_classes,), optional
         The class priors, as in :func:`OPNB` (default the class proportions).
+    weights : array-like of shape (n_samples,), optional
+        The rows' weights, as in :func:`OPNB` (the paper has none).
 
     Returns
     -------
@@ -252,7 +265,7 @@ def opnb_journal(
     """
     form = JournalFormulation(gamma=gamma, prescale=prescale, V0=V0)
     return fit(X, y, form, ndim=ndim, nbin=nbin, maxit=maxit, threads=threads, callback=callback, priors=priors,
-               caller="opnb_journal")
+               weights=weights, caller="opnb_journal")
 
 
 class _Objective:
@@ -320,12 +333,16 @@ class _Objective:
 
 def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: Optional[int] = 1000,
         maxit: int = 100, threads: Optional[int] = None, callback: Optional[Callback] = None,
-        priors: Any = None, caller: str = "fit") -> OPNBModel:
+        priors: Any = None, weights: Any = None, caller: str = "fit") -> OPNBModel:
     """Fit the formulation ``form`` to (X, y): the optimiser's driver.
 
     ``priors``: the class priors, a mapping from label to prior or one per
     class in the order of y's levels (:func:`pyopnb._validation.check_priors`);
     None for the class proportions.
+
+    ``weights``: one non-negative weight per row (:mod:`pyopnb.weights`):
+    rows of weight 0 are dropped, and the rest weigh in every statistic, the
+    class densities and the likelihood; weights all equal are no weights.
 
     ``caller`` names the public function in warnings. A fit whose
     optimiser outcome is not the formulation's normal one warns once
@@ -343,6 +360,14 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     levels, codes, unused = factor_levels(y)
     if codes.size != n:
         raise ValueError(f"y has {codes.size} labels but X has {n} rows")
+    w, keep = check_weights(weights, n, "sample_weight" if caller == "OPNBClassifier" else "weights")
+    if not keep.all():
+        Xa, codes = np.ascontiguousarray(Xa[keep]), codes[keep]
+        n = Xa.shape[0]
+        empty = np.flatnonzero(np.bincount(codes, minlength=levels.size) == 0)
+        if empty.size:
+            raise ValueError(f"class {label_text(levels[int(empty[0])])} has weight 0 on every row: give it a "
+                             f"positive weight somewhere, or leave it out of y")
     K = levels.size
     if K < 2:
         raise ValueError(f"y must have at least two classes, found {K}")
@@ -356,9 +381,14 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     names = column_names(X)
     # a formulation of one's own whose setup takes no priors is called as before
     given = {} if PI is None else {"PI": PI}
-    if given and not _takes_priors(form):
+    if given and not _takes_keyword(form, "PI"):
         raise ValueError(f"priors were given, but {type(form).__name__}.setup takes no PI: add the keyword argument "
                          f"PI=None to it and pass it on (pyopnb.formulation.class_priors)")
+    if w is not None:
+        if not _takes_keyword(form, "w"):
+            raise ValueError(f"weights were given, but {type(form).__name__}.setup takes no w: add the keyword "
+                             f"argument w=None to it and pass it on (pyopnb.weights)")
+        given["w"] = w
     st = form.setup(Xa, codes, levels, nd, names, nbin_v, thr, **given)
     obj = _Objective(st, d, nd)
     Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
@@ -380,15 +410,15 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
         Vn = _linalg.matmul(st.prescale, Vn, thr)
     model = OPNBModel(V=Vn * st.scales[:, None], X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
                       scales=st.scales, ynames=levels, lam=st.lam, fval=float(fval), feature_names=names,
-                      convergence=convergence, unused_levels=unused)
+                      convergence=convergence, unused_levels=unused, w=w)
     _check_collapse(model, form, thr, caller)
     return model
 
 
-def _takes_priors(form: Formulation) -> bool:
-    """Whether the formulation's setup takes the keyword PI (or any keyword)."""
+def _takes_keyword(form: Formulation, name: str) -> bool:
+    """Whether the formulation's setup takes the keyword ``name`` (or any keyword)."""
     params = inspect.signature(form.setup).parameters.values()
-    return any(p.name == "PI" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 # training rows a fit's posteriors are looked at on, evenly spaced: enough to see a class told apart anywhere,

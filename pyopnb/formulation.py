@@ -35,6 +35,7 @@ compiled evaluations' interface, ``pyopnb.evaluation.CoreEvaluator``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
@@ -44,6 +45,7 @@ from . import _threads
 from ._core import colstats, eigen as _eigen, linalg as _linalg, scratch as _scratch
 from ._validation import as_positive_scalar, check_lam, label_text
 from .discriminant import inv_sqrt, lda_start, within_between
+from .weights import class_totals, weighted_colmeans, weighted_cov, weighted_var
 from .r_failures import R_UNDERFLOW, RFailure, r_gradient_failure
 from .evaluation import (Evaluator, NormalisedEvaluator, Problem, check_problem, exact_passes, greedy,
                          interp_grid, linear_passes, r_grid)
@@ -88,11 +90,14 @@ class Setup:
 
 
 def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
-                       levels: Optional[np.ndarray] = None, threads: Optional[int] = None) -> np.ndarray:
+                       levels: Optional[np.ndarray] = None, threads: Optional[int] = None,
+                       w: Optional[np.ndarray] = None) -> np.ndarray:
     """h_k = 0.54 gamma (trace(Sigma_k) / p)^(1/2) n_k^(-1/5): Sigma_k the
     sample covariance (n_k - 1) of class k, p the number of columns that vary
     (zeroed constant columns are not counted). One bandwidth per class,
-    used on every projected column. Variances as R's var (long double)."""
+    used on every projected column. Variances as R's var (long double); with
+    the points' weights ``w``, weighted variances (:func:`pyopnb.weights.weighted_var`),
+    n_k still the class's rows."""
     thr = _threads.resolve(threads)
     Xs = np.ascontiguousarray(Xs, dtype=np.float64)
     p = int(np.sum(colstats.r_var(Xs, thr) > 0)) if Xs.shape[0] > 1 else 0
@@ -104,7 +109,11 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
         if Xk.shape[0] < 2:
             raise ValueError(f"class {name} has {Xk.shape[0]} row: the journal bandwidth needs at least 2 "
                              f"rows of every class")
-        tr = colstats.r_sum(colstats.r_var(Xk, thr))
+        if w is None:
+            tr = colstats.r_sum(colstats.r_var(Xk, thr))
+        else:
+            wk = np.ascontiguousarray(w[codes == k])
+            tr = colstats.r_sum(weighted_var(Xk - weighted_colmeans(Xk, wk, thr), wk, thr))
         if not tr > 0:
             raise ValueError(f"class {name} does not vary (all its rows are equal): its bandwidth would be 0")
         h[k] = _SILVERMAN_054 * gamma * np.sqrt(tr / p) * Xk.shape[0] ** -0.2
@@ -144,7 +153,8 @@ def r_sd(X: np.ndarray, threads: Optional[int] = None) -> np.ndarray:
 
 
 def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, ...]] = None,
-                  threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  threads: Optional[int] = None, w: Optional[np.ndarray] = None
+                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """R OPNB's steps 2-3, to the bit: (mu, scales, Xs).
 
     mu = colMeans(X); scales = 1/sd of the centred columns (0 for sd < 1e-20,
@@ -152,11 +162,12 @@ def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, 
     changes Xs by an ulp here and there, which can flip the sign of an
     eigenvector of the start, and R's binned objective tells signs apart.
     A column whose variance overflows double precision (values past about
-    1e154) is an error naming it (R would zero it silently).
+    1e154) is an error naming it (R would zero it silently). With the points'
+    weights ``w``, the weighted mean and sd (:mod:`pyopnb.weights`).
     """
     n, d = X.shape
     thr = _threads.resolve(threads)
-    mu = r_colmeans(X, thr)
+    mu = r_colmeans(X, thr) if w is None else weighted_colmeans(X, w, thr)
     # from the core's pool, not NumPy's allocator, which advises a large
     # array onto huge pages: the kernel's compaction for them stalled the
     # first touch of this one by up to 30 ms in a fresh process
@@ -164,7 +175,10 @@ def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, 
         Xc = np.empty((n, d))
     colstats.sweep(np.ascontiguousarray(X, dtype=np.float64), mu, Xc, True, thr)
     if scale:
-        sd = r_sd(Xc, thr) if n > 1 else np.zeros(d)
+        if n < 2:
+            sd = np.zeros(d)
+        else:
+            sd = r_sd(Xc, thr) if w is None else np.sqrt(weighted_var(Xc, w, thr))
         if not np.all(np.isfinite(sd)):
             j = int(np.flatnonzero(~np.isfinite(sd))[0])
             col = f"'{names[j]}'" if names else str(j)
@@ -199,16 +213,21 @@ def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):
     return pen, (lambda V: 2.0 * _linalg.matmul(Cmat, V))
 
 
-def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int, threads: Optional[int] = None) -> np.ndarray:
+def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int, threads: Optional[int] = None,
+            w: Optional[np.ndarray] = None) -> np.ndarray:
     """R's start on the scaled data: V0 as given (a matrix, or a function of
     (Xs, y, ndim) with y 1-based, as R's OPNB calls it), else the leading
-    ndim eigenvectors of cov(Xs); ``V0="R"`` computes those in R itself
-    (through rpy2), with the signs of the LAPACK that R links."""
+    ndim eigenvectors of cov(Xs) (weighted with ``w``); ``V0="R"`` computes
+    those in R itself (through rpy2), with the signs of the LAPACK that R
+    links (unweighted only)."""
     d = Xs.shape[1]
     if isinstance(V0, str):
         if V0 != "R":
             raise ValueError(f"V0 must be None, \"R\" (R's own start, through rpy2), a matrix or a function; "
                              f"got {V0!r}")
+        if w is not None:
+            raise ValueError("V0=\"R\" is R's unweighted start: give weights with V0=None (the weighted "
+                             "covariance's eigenvectors) or a V0 of your own")
         from .rinterop import r_eigen_start
 
         return r_eigen_start(Xs, ndim)
@@ -216,7 +235,10 @@ def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int, threads: Optiona
         # the first ndim eigenvectors of R's cov(Xs), by decreasing eigenvalue,
         # as R's eigen computes them with reference LAPACK: their signs decide
         # where R's binned fits go (its objective tells a column's signs apart)
-        vals, vecs = _eigen.r_eigen(colstats.r_cov(np.ascontiguousarray(Xs), _threads.resolve(threads)))
+        thr = _threads.resolve(threads)
+        Xs = np.ascontiguousarray(Xs)
+        C = colstats.r_cov(Xs, thr) if w is None else weighted_cov(Xs - weighted_colmeans(Xs, w, thr), w, thr)
+        vals, vecs = _eigen.r_eigen(C)
         return np.ascontiguousarray(vecs[:, :ndim])
     out = V0(Xs, y1, ndim) if callable(V0) else V0
     V = np.asarray(out, dtype=np.float64)
@@ -232,11 +254,15 @@ def r_start(V0: Any, Xs: np.ndarray, y1: np.ndarray, ndim: int, threads: Optiona
 
 
 
-def class_priors(codes: np.ndarray, K: int, PI: Optional[np.ndarray] = None) -> np.ndarray:
+def class_priors(codes: np.ndarray, K: int, PI: Optional[np.ndarray] = None,
+                 w: Optional[np.ndarray] = None) -> np.ndarray:
     """The priors of a fit: ``PI`` where the caller gave them, else R's, the
-    class proportions n_k / n of the codes 0..K-1."""
+    class proportions n_k / n of the codes 0..K-1 (with the points' weights
+    ``w``, the weight proportions W_k / W)."""
     if PI is not None:
         return PI
+    if w is not None:
+        return class_totals(codes, K, w) / math.fsum(w)
     return np.bincount(codes, minlength=K) / codes.size
 
 
@@ -253,10 +279,12 @@ class Formulation:
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None,
+              w: Optional[np.ndarray] = None) -> Setup:
         """The data as optimised, the start V, the evaluator of l bound to
         the problem, ``nbin`` (None: exact sums) and ``threads``, and the
-        penalty. ``PI``: the class priors in the order of ``levels``,
+        penalty. ``w``: the rows' weights, positive (:mod:`pyopnb.weights`;
+        None: unweighted). ``PI``: the class priors in the order of ``levels``,
         validated (None: the class proportions, :func:`class_priors`)."""
         raise NotImplementedError
 
@@ -353,14 +381,15 @@ class PenalisedFormulation(Formulation):
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None,
+              w: Optional[np.ndarray] = None) -> Setup:
         thr = _threads.resolve(threads)
         K = levels.size
-        mu, scales, Xs = r_standardise(Xa, self.scale, names, thr)
-        problem = check_problem(Xs, codes.astype(np.int32), class_priors(codes, K, PI),
-                                self.bandwidths(Xs, codes, K, thr))
+        mu, scales, Xs = r_standardise(Xa, self.scale, names, thr, w)
+        problem = check_problem(Xs, codes.astype(np.int32), class_priors(codes, K, PI, w),
+                                self.bandwidths(Xs, codes, K, thr), w)
         y1 = codes + 1
-        V = r_start(self.V0, Xs, y1, ndim, thr)
+        V = r_start(self.V0, Xs, y1, ndim, thr, w)
         pen, dpen = _penalty(self.C, Xs, y1, Xs.shape[1])
         return Setup(mu, scales, None, self.evaluator(problem, nbin, thr), V, self.lam, pen, dpen)
 
@@ -400,8 +429,9 @@ class RFormulation(PenalisedFormulation):
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
-        st = super().setup(Xa, codes, levels, ndim, names, nbin, threads, PI)
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None,
+              w: Optional[np.ndarray] = None) -> Setup:
+        st = super().setup(Xa, codes, levels, ndim, names, nbin, threads, PI, w)
         problem, thr = st.problem, _threads.resolve(threads)
         # a column's projected spread is at most sum_j |V_jt| ptp(X_j): below the underflow, no projection is needed
         spreads = np.ptp(problem.X, axis=0)
@@ -479,7 +509,8 @@ class JournalFormulation(Formulation):
 
     def setup(self, Xa: np.ndarray, codes: np.ndarray, levels: np.ndarray, ndim: int,
               names: Optional[Tuple[str, ...]] = None, nbin: Optional[int] = 1000,
-              threads: Optional[int] = None, PI: Optional[np.ndarray] = None) -> Setup:
+              threads: Optional[int] = None, PI: Optional[np.ndarray] = None,
+              w: Optional[np.ndarray] = None) -> Setup:
         thr = _threads.resolve(threads)
         K = levels.size
         # The rows in one order whatever order they came in: a sum's last bits
@@ -489,18 +520,20 @@ class JournalFormulation(Formulation):
         # keeps the caller's order, as R sums in it.
         order = canonical_order(Xa, codes)
         Xa, codes = np.ascontiguousarray(Xa[order]), np.ascontiguousarray(codes[order])
+        if w is not None:
+            w = np.ascontiguousarray(w[order])
         # the paper's protocol: each variable over its training sd (constant ones zeroed)
-        mu, scales, Xs = r_standardise(Xa, True, names, thr)
+        mu, scales, Xs = r_standardise(Xa, True, names, thr, w)
         prescale = None
         if self.prescale:
-            prescale, _ = inv_sqrt(within_between(Xs, codes, K, thr)[0])
+            prescale, _ = inv_sqrt(within_between(Xs, codes, K, thr, w)[0])
             Xs = _linalg.matmul(Xs, prescale, thr)
-        h = journal_bandwidths(Xs, codes, K, self.gamma, levels, thr)
-        problem = check_problem(Xs, codes.astype(np.int32), class_priors(codes, K, PI), h)
+        h = journal_bandwidths(Xs, codes, K, self.gamma, levels, thr, w)
+        problem = check_problem(Xs, codes.astype(np.int32), class_priors(codes, K, PI, w), h, w)
         if self.V0 is None:
-            V = lda_start(Xs, codes, K, ndim, thr)
+            V = lda_start(Xs, codes, K, ndim, thr, w)
         else:
-            V = r_start(self.V0, Xs, codes + 1, ndim, thr)
+            V = r_start(self.V0, Xs, codes + 1, ndim, thr, w)
         return Setup(mu, scales, prescale, self.evaluator(problem, nbin, thr), V, 0.0, None, None)
 
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:

@@ -72,6 +72,12 @@ class OPNBModel:
     target : str, optional
         The name of the label column the command line trained on, or None; a
         test file that still holds it is read without it.
+    w : ndarray of shape (n,), optional
+        Beyond R's fields: the training rows' weights (``weights=``,
+        ``sample_weight``; None: unweighted). Each class's density weighs
+        its training points by them (:mod:`pyopnb.weights`). R's
+        ``predict.OPNB`` has no weights: :func:`write_rds` refuses such a
+        model.
     unused_levels : tuple, optional
         A factor's levels after its last used one: R's OPNB keeps them in
         ``ynames`` beyond its ``nc`` classes (a model fitted on a subsample
@@ -100,8 +106,9 @@ class OPNBModel:
     convergence: Optional[int] = field(default=None, compare=False)
     target: Optional[str] = field(default=None, compare=False)
     unused_levels: Tuple[Any, ...] = field(default=(), compare=False)
+    w: Optional[np.ndarray] = field(default=None, compare=False)
 
-    _EXTRA = ("feature_names", "convergence", "target", "unused_levels")  # not R's fields
+    _EXTRA = ("feature_names", "convergence", "target", "unused_levels", "w")  # not R's fields
 
     @property
     def r_levels(self) -> np.ndarray:
@@ -195,7 +202,7 @@ def _class_log_densities(model: OPNBModel, pte: np.ndarray, ptr: np.ndarray, ndi
     if np.any(counts == 0):
         raise ValueError(f"class {label_text(model.ynames[int(np.argmin(counts))])} has no training points in the model")
     return class_log_densities(ptr[:, :ndim], y0, model.nc, model.h[:, first:first + ndim], pte[:, :ndim], log,
-                               threads=threads)
+                               threads=threads, w=model.w)
 
 
 def check_model(model: Any) -> OPNBModel:

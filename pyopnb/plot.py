@@ -208,7 +208,7 @@ def plot(
 def _log_joint(model: OPNBModel, ptr: np.ndarray, cols: Sequence[int], at: np.ndarray) -> np.ndarray:
     """log PI_k f_k at the points ``at`` of the shown columns (their own bandwidths)."""
     return c_log_array(model.PI) + class_log_densities(ptr, model.y0, model.nc,
-                                                  model.h[:, list(cols)], at, True)
+                                                  model.h[:, list(cols)], at, True, w=model.w)
 
 
 def _test_points(ax: Any, pte: Optional[np.ndarray], codes: Optional[np.ndarray], styles, xy) -> None:

@@ -126,6 +126,8 @@ def _check_consistent(m: OPNBModel) -> None:
         problems.append("mu and scales must have one entry per column of X")
     if m.y.size and (m.y.min() < 1 or m.y.max() > m.nc):
         problems.append(f"y codes must lie in 1..{m.nc}")
+    if m.w is not None and (np.shape(m.w) != (n,) or not np.all(np.isfinite(m.w)) or not np.all(np.asarray(m.w) > 0)):
+        problems.append(f"w must hold {n} positive finite weights, one per row of X")
     if problems:
         raise ValueError("inconsistent OPNB model: " + "; ".join(problems))
 
@@ -334,6 +336,10 @@ def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
 
     model = check_model(model)
     _check_consistent(model)
+    if model.w is not None:
+        raise ValueError("this model was fitted with weights, and R's predict.OPNB has none: it would weigh every "
+                         "training row alike and give other posteriors. Save it with write_json or joblib, or fit "
+                         "without weights for R")
     with atomic_path(path) as tmp:
         rdata.write_rds(tmp, model, constructor_dict={OPNBModel: _opnb_r_object})
 
@@ -365,7 +371,8 @@ def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
     doc = {"format": "pyopnb-model", "version": 2,
            "feature_names": list(model.feature_names) if model.feature_names else None,
            "target": model.target, "convergence": None if model.convergence is None else int(model.convergence),
-           "ynames_type": _label_kind(model.ynames)}
+           "ynames_type": _label_kind(model.ynames),
+           "w": None if model.w is None else np.asarray(model.w, dtype=np.float64).tolist()}
     for k in _FIELDS:
         v = getattr(model, k)
         if k == "ynames":
@@ -406,6 +413,9 @@ def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
     if doc.get("feature_names"):
         model.feature_names = tuple(doc["feature_names"])
     model.target = doc.get("target")
+    if doc.get("w") is not None:
+        model.w = np.asarray(doc["w"], dtype=np.float64)
+        _check_consistent(model)
     return model
 
 

@@ -301,17 +301,16 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(linear, nbin):
     Zt = np.vstack([np.cumsum(rng.uniform(0.0, 4 / 64 * 0.3, n) * (rng.random(n) > 0.05)),
                     rng.normal(size=n)])
     Zt = Zt[:, rng.permutation(n)].copy()
-    args = (_passes.MODE_LINEAR if linear else _passes.MODE_EXACT, nbin, 1e-8, _BETA, 2)
-    both = _passes.log_densities(Zt, y, K, h, *args)
+    both = _passes.log_densities(Zt, column_scratch(y, K, h, nbin, 2))
     for k in range(K):
-        alone = _passes.log_densities(Zt, y, K, np.full(K, h[k]), *args)[:, k]
+        alone = _passes.log_densities(Zt, column_scratch(y, K, np.full(K, h[k]), nbin, 2))[:, k]
         np.testing.assert_allclose(both[:, k], alone, rtol=1e-13, atol=0)
         # the gradient, with posteriors that make every c weight 0 but class
         # k's: only class k's sums and bandwidth enter it
         post = np.eye(K)[y]
         post[:, k] -= 0.5
-        grad = _passes.log_density_gradient(Zt, y, K, h, *args[:-2], post, _BETA, 2)
-        ref = _passes.log_density_gradient(Zt, y, K, np.full(K, h[k]), *args[:-2], post, _BETA, 2)
+        grad = _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, nbin, 2))
+        ref = _passes.log_density_gradient(Zt, post, column_scratch(y, K, np.full(K, h[k]), nbin, 2))
         np.testing.assert_allclose(grad, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
         assert np.abs(ref).max() > 0
 
@@ -350,8 +349,7 @@ def test_remembered_sorts_serve_only_their_own_columns():
     n, K = 120_000, 2  # 5 columns' scratch is past what is kept
     y = (np.arange(n) % K).astype(np.int32)
     h = np.array([0.7, 0.7])
-    args = (y, K, h, _passes.MODE_EXACT, 0, 1e-8, _BETA)
-    work = _passes.ColumnScratch(*args, 1)
+    work = column_scratch(y, K, h, 0, 1)
     post = rng.dirichlet(np.ones(K), size=n)
     Zt = rng.normal(size=(5, n))
     for step in range(4):
@@ -360,45 +358,57 @@ def test_remembered_sorts_serve_only_their_own_columns():
             Zt[3, 17] += 0.25
         elif step == 3:
             Zt = rng.normal(size=(6, n))
-        np.testing.assert_array_equal(_passes.log_densities(Zt, *args, 1, work), _passes.log_densities(Zt, *args, 1))
-        np.testing.assert_array_equal(_passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 1, work),
-                                      _passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 1))
+        np.testing.assert_array_equal(_passes.log_densities(Zt, work),
+                                      _passes.log_densities(Zt, column_scratch(y, K, h, 0, 1)))
+        np.testing.assert_array_equal(_passes.log_density_gradient(Zt, post, work),
+                                      _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, 0, 1)))
+
+
+def column_scratch(y, K, h, nbin, threads):
+    """The column passes' scratch: linear binning on nbin grid points, or exact sums (nbin 0)."""
+    from pyopnb._core import exact, linear
+
+    if nbin:
+        return linear.LinearScratch(y, K, h, nbin, 1e-8, _BETA, threads)
+    return exact.ExactScratch(y, K, h, 0, 0.0, _BETA, threads)
 
 
 @pytest.mark.parametrize("linear, nbin", [(False, 0), (True, 40)])
 def test_column_scratch_reused_across_evaluations(linear, nbin):
     """One scratch object serves a fit's evaluations: the same numbers as
-    fresh scratch, for Z of 3, 1 and 6 columns in turn; a mismatched problem is refused."""
+    fresh scratch, for Z of 3, 1 and 6 columns in turn; Z of another
+    problem, and a scratch with no column passes, are refused."""
     from pyopnb._core import passes as _passes
 
     rng = np.random.default_rng(5)
     n, K, ndim = 200, 3, 3
     y = (np.arange(n) % K).astype(np.int32)
     h = np.array([1.0, 1.0, 0.5])
-    mode = _passes.MODE_LINEAR if linear else _passes.MODE_EXACT
-    args = (y, K, h, mode, nbin, 1e-8, _BETA)
-    work = _passes.ColumnScratch(*args, 2)
+    work = column_scratch(y, K, h, nbin, 2)
+    assert work.threads == 2
     for nd in (ndim, 1, ndim + 3):
         Zt = rng.normal(size=(nd, n))
-        fresh = _passes.log_densities(Zt, *args, 2)
-        np.testing.assert_array_equal(_passes.log_densities(Zt, *args, 2, work), fresh)
+        fresh = _passes.log_densities(Zt, column_scratch(y, K, h, nbin, 2))
+        np.testing.assert_array_equal(_passes.log_densities(Zt, work), fresh)
         post = np.full((n, K), 1.0 / K)
-        np.testing.assert_array_equal(_passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 2, work),
-                                      _passes.log_density_gradient(Zt, *args[:-1], post, _BETA, 2))
+        np.testing.assert_array_equal(_passes.log_density_gradient(Zt, post, work),
+                                      _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, nbin, 2)))
     # the value pass's columns serve the gradient of that Z only, and once
     A, B = rng.normal(size=(2, 2, n))
     post = rng.dirichlet(np.ones(K), size=n)
     for first, second in ((A, B), (A, A)):
-        _passes.log_densities(first, *args, 2, work)
+        _passes.log_densities(first, work)
         for _ in range(2):
-            np.testing.assert_array_equal(_passes.log_density_gradient(second, *args[:-1], post, _BETA, 2, work),
-                                          _passes.log_density_gradient(second, *args[:-1], post, _BETA, 2))
-    with pytest.raises(ValueError, match="another problem"):
-        _passes.log_densities(Zt, y, K, np.ones(K), mode, nbin, 1e-8, _BETA, 2, work)
-    with pytest.raises(ValueError, match="another problem"):
-        _passes.log_densities(Zt, y.copy(), K, h, mode, nbin, 1e-8, _BETA, 2, work)
-    with pytest.raises(ValueError, match="another problem"):
-        _passes.log_densities(Zt[:, :100].copy(), y[:100].copy(), K, h, mode, nbin, 1e-8, _BETA, 2, work)
+            np.testing.assert_array_equal(_passes.log_density_gradient(second, post, work),
+                                          _passes.log_density_gradient(second, post, column_scratch(y, K, h, nbin, 2)))
+    with pytest.raises(ValueError, match="Zt must have 200 columns"):
+        _passes.log_densities(Zt[:, :100].copy(), work)
+    with pytest.raises(ValueError, match=r"post must be \(200, 3\)"):
+        _passes.log_density_gradient(Zt, post[:, :2].copy(), work)
+    with pytest.raises(TypeError, match="ExactScratch or a LinearScratch"):
+        _passes.log_densities(Zt, _passes.ColumnScratch(y, K, h, 40, 1e-8, _BETA, 2, False))
+    with pytest.raises(ValueError, match="one bandwidth per class"):
+        column_scratch(y, K, h[:2].copy(), nbin, 2)
 
 
 def grid_tables(Zt, p, nbin, gradient, threads):
@@ -443,14 +453,15 @@ def test_column_passes_subset_values_are_each_subset_afresh(kind, threads):
     columns' products, kept from step to step: each is l of its subset
     evaluated afresh, to the bit, through R's greedy steps, after another
     Z, and out of order."""
-    from pyopnb._core import evaluator as _evaluator, passes as _passes, project as _project
+    from pyopnb._core import evaluator as _evaluator, exact as _exact, linear as _linear, passes as _passes
+    from pyopnb._core import project as _project
     from pyopnb.objective import check_problem
 
     V, X, y, PI = problem(8, n=400, d=6, ndim=5, K=3)
     p = check_problem(X, y, PI, np.ones(3))
-    make = {"exact": lambda: _passes.ExactPasses(p.y0, p.h, PI, threads, _BETA),
-            "exact_r": lambda: _passes.ExactPasses(p.y0, p.h, PI, threads, _BETA, True),
-            "linear": lambda: _passes.LinearPasses(p.y0, p.h, PI, threads, 60, _BETA, 1e-8)}[kind]
+    make = {"exact": lambda: _exact.ExactPasses(p.y0, p.h, PI, threads, _BETA),
+            "exact_r": lambda: _exact.ExactPasses(p.y0, p.h, PI, threads, _BETA, True),
+            "linear": lambda: _linear.LinearPasses(p.y0, p.h, PI, threads, 60, _BETA, 1e-8)}[kind]
     core = make()
 
     def afresh(Zt, chosen, candidates):
@@ -470,7 +481,7 @@ def test_column_passes_subset_values_are_each_subset_afresh(kind, threads):
         assert core.subset_values(Zt, chosen[:1], chosen[1:]) == afresh(Zt, chosen[:1], chosen[1:])
         assert core.subset_values(Zt, chosen[1::-1], [4]) == afresh(Zt, chosen[1::-1], [4])
     with pytest.raises(ValueError, match="init must be"):
-        _passes.class_products(Zt[:1].copy(), p.y0, 3, p.h, _passes.MODE_EXACT, 0, 0.0, _BETA, 1, None,
+        _passes.class_products(Zt[:1].copy(), column_scratch(p.y0, 3, p.h, 0, 1),
                                (np.ones((400, 3)), np.zeros((3, 400))))
 
 
@@ -669,10 +680,9 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
     Zt = rng.normal(size=(ndim, n)) + 30.0 * y
     Zt[7, 1:10:2] += 870.0
     h = np.ones(K)
-    m = _passes.MODE_EXACT if mode == "exact" else _passes.MODE_LINEAR
-    args = (y, K, h, m, nbin, 1e-8, _BETA)
-    both = _passes.log_densities(Zt, *args, 1)
-    alone = sum(_passes.log_densities(Zt[t:t + 1].copy(), *args, 1) for t in range(ndim))
+    nb = nbin if mode == "linear" else 0
+    both = _passes.log_densities(Zt, column_scratch(y, K, h, nb, 1))
+    alone = sum(_passes.log_densities(Zt[t:t + 1].copy(), column_scratch(y, K, h, nb, 1)) for t in range(ndim))
     assert np.all(both[y == 0, 1] < -1000) and np.all(both[y == 1, 0] < -1000)
     finite = np.isfinite(alone)
     assert np.sum(~finite) == 5
@@ -680,7 +690,7 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
     np.testing.assert_allclose(both[finite], alone[finite], rtol=1e-14)
     assert np.all(both[~finite] == -np.inf)
     # the same products on two threads and in waves: the same bits
-    np.testing.assert_array_equal(_passes.log_densities(Zt, *args, 3), both)
+    np.testing.assert_array_equal(_passes.log_densities(Zt, column_scratch(y, K, h, nb, 3)), both)
 
 
 def test_r_binned_value_multiplies_the_tables_over_columns():

@@ -7,7 +7,7 @@ logs. Paths the CPU lacks are left out by ``every_path``."""
 import numpy as np
 import pytest
 
-from pyopnb._core import passes as _passes, simd
+from pyopnb._core import exact as _exact, passes as _passes, simd
 from pyopnb.ksum import DEFAULT_BETA
 from pyopnb.objective import df_NB_normalised, f_NB_normalised, objective_and_gradient
 
@@ -59,10 +59,10 @@ def test_products_out_of_range_have_the_same_bits_on_every_path(every_path, K, n
     y = y0.astype(np.int32)
 
     def products():
-        pr, acc = _passes.class_products(Zt, y, K, h, _passes.MODE_EXACT, 0, 0.0, DEFAULT_BETA, 1)
+        pr, acc = _passes.class_products(Zt, _exact.ExactScratch(y, K, h, 0, 0.0, DEFAULT_BETA, 1))
         return pr.tobytes() + acc.tobytes()
 
-    pr, acc = _passes.class_products(Zt, y, K, h, _passes.MODE_EXACT, 0, 0.0, DEFAULT_BETA, 1)
+    pr, acc = _passes.class_products(Zt, _exact.ExactScratch(y, K, h, 0, 0.0, DEFAULT_BETA, 1))
     assert (acc != 0).any() and (acc == 0).any()  # some products closed, some not
     assert len(set(every_path(products))) == 1
     got = every_path(lambda: _bits(*objective_and_gradient(V, X, y0, PI, h, nbin=nbin, compat="R", threads=1)))

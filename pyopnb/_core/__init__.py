@@ -4,8 +4,10 @@ goes through, are ``pyopnb._ksum``.
 
 Evaluations of l, one interface (``evaluator.pxd``), made once per fit:
     evaluator   the interface: ``evaluate(Zt, gradient)``, ``subset_values``
-    passes      ``ExactPasses`` (exact sums) and ``LinearPasses`` (the paper's
-                linear binning), one projected column at a time
+    passes      the column passes the next two share, one projected column at
+                a time: set-up and sums in waves, products, the points' terms
+    exact       ``ExactPasses``: exact sums (``ExactScratch``, its column kind)
+    linear      ``LinearPasses``: the paper's linear binning (``LinearScratch``)
     grid        the grids' shared support: cells, binning, supports, sums on
                 a grid (``GridTables``, the base of each kind's tables)
     r_grid      ``RGrid`` (R's f_NB_cpp / df_NB_cpp)

@@ -10,12 +10,6 @@ cdef extern from "_core/threads.h" nogil:
     # the same for a product-sum loop of this many entries
     int _entry_threads(int nthr, Py_ssize_t entries)
 
-# how the column passes take a projected column (exported by passes as
-# MODE_EXACT and MODE_LINEAR; R's binned objective is r_grid.pyx's)
-cdef enum:
-    EXACT = 0      # anchors are the sorted points themselves
-    LINEAR = 1     # anchors a grid; each point's weight split linearly between its two grid points
-
 # the highest power a of the kernel sum_{k <= a} beta_k |u|^k exp(-|u|)
 cdef enum:
     _MAX_ORDER = 62

@@ -1,7 +1,7 @@
 # The grids' shared support (grid.pyx), for the binned objectives that read densities on each
 # column's grid: R's (r_grid.pyx) and the journal's (interp_grid.pyx).
 from pyopnb._ksum cimport Kernel
-from pyopnb._core.passes cimport Column, Classes, ColumnScratch
+from pyopnb._core.passes cimport Column, Problem, ColumnScratch
 from pyopnb._core.evaluator cimport CoreEvaluator
 
 
@@ -60,7 +60,7 @@ cdef struct GridSum:
     bint have_decays        # they are there already (the same anchors as an earlier sum)
 
 
-cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil
+cdef void _grid_sums(const Problem* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil
 
 
 cdef class GridTables:
@@ -72,12 +72,12 @@ cdef class GridTables:
     # each point's whole class weight binned into its cell too (R's gradient reads those tables)
     cdef bint bins_simple
     cdef readonly object Zt, lo, delta, S_lin, logS_lin, S_simple, D_simple
-    cdef object _post, _terms, _dZ, _W, _part_lin, _part_simple, _zmin, _zmax, _Psi, _edge
+    cdef object _post, _terms, _dZ, _part_lin, _part_simple, _zmin, _zmax
     # each column's support (see Support), each thread's scratch for one
     cdef object _weighted, _occupied, _occupied_pos, _nweighted, _noccupied, _sparse, _mask
     cdef object _support_positions, _support_weights, _stamp, _cur
     # R's gradient's decays over each column's cells; each thread's decays of gaps of k cells
-    cdef object _cell_decays, _gap_rows
+    cdef object _gap_rows
     # subset_values' per-cell maxima and scaled exponentials of the log tables
     cdef object _cell_max, _cell_exps
     cdef object _vp_scratch, _all_cols, _scaled
@@ -96,11 +96,14 @@ cdef class GridTables:
     cdef int* curp
     cdef double* part_linp          # each (column, block)'s linearly binned class weights
     cdef double* logS_linp          # [ndim, TK]: log f with linear binning (the journal's; R's, made on demand)
-    cdef double* part_simplep       # the same binned whole into the cells (NULL without a gradient)
+    cdef double* part_simplep       # the same binned whole into the cells (R's tables with a gradient; else NULL)
     cdef Py_ssize_t gap_row_len
     cdef Kernel psi
     cdef readonly int[:, ::1] cells  # each point's grid cell in each column
 
+    cdef int nthr                   # the passes' team: the threads given, capped by a pass's work (_run_on)
+
+    cdef void _run_on(self, int threads)
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil
     cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil
     cdef Support _summing_column(self, Py_ssize_t t, int tid, Column* col, double lo, double delta,
@@ -111,6 +114,7 @@ cdef class _GridEvaluator(CoreEvaluator):
     cdef readonly Py_ssize_t nbin
     cdef object beta
     cdef double eps
+    cdef object w                   # the points' weights (None: every point weighs 1)
     cdef dict _tables
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient)

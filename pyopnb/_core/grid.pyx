@@ -21,10 +21,10 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport LINEAR, _MAX_ORDER, _data_or_null, _region_threads, _thread_id
-from pyopnb._ksum cimport Kernel, RunningSums, _make_kernel, _sums_on_anchors
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
-from pyopnb._core.passes cimport Column, Classes, ColumnScratch, _grid_at, _set_grid
+from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
@@ -38,8 +38,6 @@ cnp.import_array()
 # a column's sums run over its support alone unless the support holds nearly
 # the whole grid (see _support): more than _DENSE tenths of its points
 DEF _DENSE = 9
-
-
 
 
 cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, const int* cell_of, Py_ssize_t n,
@@ -87,8 +85,6 @@ cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept 
             dst[j] = dst[j] + src[j]
 
 
-
-
 cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned char* mask, Support* sp) noexcept nogil:
     """A column's support (see Support) from its points' cells; mask: nbin
     (rounded up to 8) zero bytes, left zero. Read 8 bytes at a time: most of
@@ -119,7 +115,7 @@ cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned cha
     sp.sparse = 10 * m <= _DENSE * nbin
 
 
-cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil:
+cdef void _grid_sums(const Problem* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil:
     """The kernel sums ``g`` asks for (see GridSum) at the column's grid
     points, each class in its bandwidth, at the support's points only (the
     other rows are left as they were). A sparse support's sums run over its
@@ -130,6 +126,8 @@ cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* 
     cdef const Py_ssize_t* lo
     cdef int K = P.K
     cdef bint have_decays = g.have_decays
+    cdef Anchors A
+    cdef EvalRows rows
     # the column's tables, with the decays in g.decays where asked (the column's own stay as they are)
     cdef RunningSums tb = col.tb
     if g.decays != NULL:
@@ -144,14 +142,16 @@ cdef void _grid_sums(const Classes* P, Column* col, Support* sp, const GridSum* 
             have_decays = True
         # an evaluation point's anchor: itself, found by its place among the anchors
         lo = sp.occupied_pos if (g.anchors_all and not g.eval_all) else col.ident
-        _sums_on_anchors(sp.ax, m, sp.W, K, P.h, P.shared, g.ker, &tb, NULL, lo, me, ev, g.S, g.D,
-                         g.logs, have_decays, nthr)
+        A = Anchors(x=sp.ax, G=m, r=K, h=P.h, shared=P.shared, ker=g.ker)
+        rows = EvalRows(e=NULL, lo=lo, m=me, outrow=ev, S=g.S, D=g.D, logS=g.logs)
+        _sums_on_anchors(&A, sp.W, &tb, &rows, have_decays, nthr)
     else:
-        _sums_on_anchors(col.anchors, P.nbin, g.weights, K, P.h, P.shared, g.ker, &tb, NULL, ev, me, ev, g.S, g.D,
-                         g.logs, have_decays, nthr)
+        A = Anchors(x=col.anchors, G=P.nbin, r=K, h=P.h, shared=P.shared, ker=g.ker)
+        rows = EvalRows(e=NULL, lo=ev, m=me, outrow=ev, S=g.S, D=g.D, logS=g.logs)
+        _sums_on_anchors(&A, g.weights, &tb, &rows, have_decays, nthr)
 
 
-cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
+cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, const Py_ssize_t* anc,
                            Py_ssize_t m, Support* sp, double* T) noexcept nogil:
     """The decays of a sparse support's gaps (into T, as _recurse lays
     them out): a gap of k cells is k delta wide, and the few distinct k of a
@@ -177,7 +177,7 @@ cdef void _cell_gap_decays(const Classes* P, const Kernel* ker, double delta, co
 DEF _FRAC_CHUNK = 256
 
 
-cdef void _bin_points(const Classes* P, const double* z, double lo, double delta, Py_ssize_t nbin,
+cdef void _bin_points(const Problem* P, const double* z, double lo, double delta, Py_ssize_t nbin,
                       Py_ssize_t i0, Py_ssize_t i1, int* cells, double* pl, double* ps) noexcept nogil:
     """Points i0..i1-1 of a column z binned into a block's grids [nbin, K]
     (zeroed first): linear binning into pl, whole weights into ps (NULL:
@@ -202,14 +202,10 @@ cdef void _bin_points(const Classes* P, const double* z, double lo, double delta
             frac = frac - g
             cells[i] = <int> g
             k = P.y[i]
-            wt = P.wcls[k]
+            wt = P.wpt[i]
             _bin_linear(&pl[k], g, K, frac, wt)
             if ps != NULL:
                 ps[g * K + k] += wt
-
-
-
-
 
 
 cdef class GridTables:
@@ -233,16 +229,17 @@ cdef class GridTables:
     sums go a column to a thread.
     """
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
         if type(self) is GridTables:
             raise TypeError("GridTables is the shared base: make RGridTables or InterpGridTables")
         if ndim < 1 or nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
         if y.shape[0] < 1:
             raise ValueError("need at least one point")
-        self.wk = ColumnScratch(y, K, h, LINEAR, nbin, eps, beta, num_threads, False)
-        self.wk._ensure(<int> min(ndim, self.wk.nthr))
+        self.wk = ColumnScratch(y, K, h, nbin, eps, beta, num_threads, False, w)
+        self.wk._ensure(<int> min(ndim, self.wk.P.n_threads))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
+        self._run_on(self.wk.P.n_threads)
         self.nblk = _bin_nblk(self.n)
         self.has_gradient = gradient
         self.Zt = None
@@ -253,7 +250,7 @@ cdef class GridTables:
         self.logS_lin = np.zeros((ndim, self.TK))
         # each (column, block)'s grid weights, and its extremes
         self._part_lin = np.empty((ndim, self.nblk, self.TK))
-        self._part_simple = np.empty((ndim, self.nblk, self.TK)) if gradient else None
+        self._part_simple = None  # R's tables with a gradient make it (RGridTables)
         self._zmin = np.empty((ndim, self.nblk))
         self._zmax = np.empty((ndim, self.nblk))
         # the passes' outputs, reused from one Z to the next (a fit's evaluations)
@@ -261,7 +258,6 @@ cdef class GridTables:
         self._terms = np.empty(self.n)
         self.cells = np.empty((ndim, self.n), dtype=np.intc)
         self._dZ = None
-        self._W = None
         # each column's support (see _support), and each thread's scratch for it
         self._weighted = np.empty((ndim, nbin), dtype=np.intp)
         self._occupied = np.empty((ndim, nbin), dtype=np.intp)
@@ -269,16 +265,16 @@ cdef class GridTables:
         self._nweighted = np.zeros(ndim, dtype=np.intp)
         self._noccupied = np.zeros(ndim, dtype=np.intp)
         self._sparse = np.zeros(ndim, dtype=np.uint8)
-        self._mask = np.zeros((self.wk.nthr, 8 * ((nbin + 7) // 8)), dtype=np.uint8)
-        self._support_positions = np.empty((self.wk.nthr, nbin))
-        self._support_weights = np.empty((self.wk.nthr, nbin * K))
+        self._mask = np.zeros((self.wk.P.n_threads, 8 * ((nbin + 7) // 8)), dtype=np.uint8)
+        self._support_positions = np.empty((self.wk.P.n_threads, nbin))
+        self._support_weights = np.empty((self.wk.P.n_threads, nbin * K))
         # each column's decays over its cells (R's gradient, sparse supports), a row a gap as _recurse's T
         self.cell_decay_len = nbin * (self.wk.P.ker.a + 1 if self.wk.P.shared else K)
         # each thread's decays of gaps of k cells (sparse supports), for the widest kernel (psi's)
         self.gap_row_len = self.wk.P.ker.a + 2 if self.wk.P.shared else K
-        self._gap_rows = np.empty((self.wk.nthr, nbin * self.gap_row_len))
-        self._stamp = np.zeros((self.wk.nthr, nbin), dtype=np.intc)
-        self._cur = np.zeros(self.wk.nthr, dtype=np.intc)
+        self._gap_rows = np.empty((self.wk.P.n_threads, nbin * self.gap_row_len))
+        self._stamp = np.zeros((self.wk.P.n_threads, nbin), dtype=np.intc)
+        self._cur = np.zeros(self.wk.P.n_threads, dtype=np.intc)
         self.gap_rowsp = <double*> cnp.PyArray_DATA(self._gap_rows)
         self.stampp = <int*> cnp.PyArray_DATA(self._stamp)
         self.curp = <int*> cnp.PyArray_DATA(self._cur)
@@ -293,7 +289,13 @@ cdef class GridTables:
         self.support_weightsp = <double*> cnp.PyArray_DATA(self._support_weights)
         self.part_linp = <double*> cnp.PyArray_DATA(self._part_lin)
         self.logS_linp = <double*> cnp.PyArray_DATA(self.logS_lin)
-        self.part_simplep = _data_or_null(self._part_simple)
+        self.part_simplep = NULL
+
+    cdef void _run_on(self, int threads):
+        """The threads of the next passes (at most those the scratch was
+        made for), and the team of a pass over every column's points."""
+        self.wk.P.n_threads = threads
+        self.nthr = _region_threads(threads, self.n * self.ndim * self.wk.P.K)
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
         """Column t's tables from its blocks' binned weights, summed (col
@@ -305,7 +307,7 @@ cdef class GridTables:
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
         passes are overwritten by the next passes."""
         cdef Py_ssize_t ndim = self.ndim, n = self.n, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef int nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef int nthr = self.nthr
         if Zt.shape[0] != ndim or Zt.shape[1] != n:
             raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
         self.Zt = np.asarray(Zt)
@@ -314,7 +316,7 @@ cdef class GridTables:
         cdef double* PL = self.part_linp
         cdef double* PS = self.part_simplep
         cdef double[:, ::1] zmn = self._zmin, zmx = self._zmax
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef Column* cols = self.wk.cols
         cdef Column* col
         cdef Support sp
@@ -408,7 +410,6 @@ cdef class GridTables:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         if self._dZ is None:
             self._dZ = np.empty((self.ndim, self.n))
-            self._W = np.empty((self.ndim, self.TK))
         return self._dZ
 
 
@@ -417,11 +418,11 @@ cdef class _GridEvaluator(CoreEvaluator):
     of the first number of columns it meets (a fit's), and one set for the
     latest other number (the greedy order's subsets), each built once and
     updated at every evaluation."""
-    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps):
+    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps, w=None):
         CoreEvaluator.__init__(self, y0, h, PI, threads)
         if nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need 2 <= nbin < 2**31")
-        self.nbin, self.eps = nbin, eps
+        self.nbin, self.eps, self.w = nbin, eps, w
         self.beta = np.array(beta)
         self._tables = {}
 
@@ -441,7 +442,7 @@ cdef class _GridEvaluator(CoreEvaluator):
             tables = self._tables_for(ndim, gradient)
             self._tables[ndim] = tables
         # made for most_threads; run on the count of now
-        tables.wk.nthr = self.threads
+        tables._run_on(self.threads)
         tables.update(Zt)
         return tables
 

@@ -11,10 +11,10 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport _make_kernel
 from pyopnb._core.geometry cimport _bin_linear, _grid_motion
-from pyopnb._core.passes cimport Column, Classes
+from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior
 from pyopnb._core.grid cimport GridSum, GridTables, Support, _GridEvaluator, _block_len, _cell_frac, _grid_sums
 
@@ -49,9 +49,14 @@ cdef class InterpGridTables(GridTables):
     densities on its grid (logs summed in log space, so finite however far a
     grid point lies from a class) interpolated linearly at the points, and
     the exact derivative of that value."""
+    cdef object _part_a             # [ndim, nblk, TK]: each (column, block)'s a weights binned linearly; then,
+                                    # summed over the blocks, block 0 holds the column's c = A / f
+    cdef object _Phi                # [ndim, TK]: the kernel sums of the c weights at the grid points
+    cdef object _Psi                # [ndim, TK]: the same in the kernel psi(u) = u K'(u)
+    cdef object _edge               # [ndim, nblk, 4]: each block's two grid-motion sums and its extremes' rows
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
         cdef int m
         self.bins_simple = False
         # psi(u) = u K'(u), even: beta_psi[m] = m beta_m - beta_{m-1}
@@ -61,11 +66,13 @@ cdef class InterpGridTables(GridTables):
         for m in range(beta.shape[0] + 1):
             bpsi[m] = (m * beta[m] if m < beta.shape[0] else 0.0) - (beta[m - 1] if m > 0 else 0.0)
         _make_kernel(<double*> cnp.PyArray_DATA(bpsi), bpsi.shape[0], &self.psi)
+        self._part_a = np.empty((ndim, self.nblk, self.TK)) if gradient else None
+        self._Phi = np.empty((ndim, self.TK)) if gradient else None
         self._Psi = np.empty((ndim, self.TK)) if gradient else None
         self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef Py_ssize_t TK = self.TK
         # linear binning, log densities summed in log space on the whole support (interpolated between)
         cdef GridSum g = GridSum(ker=&P.ker, weights=&self.part_linp[t * self.nblk * TK], S=&self.logS_linp[t * TK],
@@ -79,7 +86,7 @@ cdef class InterpGridTables(GridTables):
         if posteriors and not self.has_gradient:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef int K = self.wk.P.K, tid, nthr = self.nthr
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
@@ -107,9 +114,8 @@ cdef class InterpGridTables(GridTables):
                 for j in range(m):
                     tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
                                                 &pp[(i0 + j) * K] if posteriors else NULL)
-            for i in range(n):
-                total = total + tv[i]
-        return total / n, post
+            total = _terms_mean(&tv[0], &self.wk.P)
+        return total, post
 
     def gradient(self, const double[:, ::1] post):
         """n * dl/dZ [ndim, n] of the interpolated value: its exact derivative.
@@ -128,13 +134,13 @@ cdef class InterpGridTables(GridTables):
         """
         dZ = self._gradient_out(post, self.has_gradient)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef const Classes* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
+        cdef const Problem* P = &self.wk.P
+        cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
         cdef double[:, ::1] dv = dZ
-        cdef double* Phi = _data_or_null(self._W)
+        cdef double* Phi = _data_or_null(self._Phi)
         cdef double* Psi = _data_or_null(self._Psi)
-        cdef double* PA = _data_or_null(self._part_simple)
+        cdef double* PA = _data_or_null(self._part_a)
         cdef double* Wb = _data_or_null(self._part_lin)  # block 0 of each column: its binned weights
         cdef double* edge = _data_or_null(self._edge)
         cdef double* pa
@@ -166,7 +172,7 @@ cdef class InterpGridTables(GridTables):
                     row = &Tl[t * TK + g * K]
                     e = 0.0
                     for k in range(K):
-                        a = (1.0 if P.y[i] == k else 0.0) - pp[i * K + k]
+                        a = ((1.0 if P.y[i] == k else 0.0) - pp[i * K + k]) * _point_weight(P, i)
                         # a class whose density underflowed at a grid point (-inf there:
                         # thousands of bandwidths from all its points) has posterior 0
                         # here and adds nothing to the value's slope, not 0 * inf
@@ -211,7 +217,7 @@ cdef class InterpGridTables(GridTables):
                 for i in range(i0, i1):
                     k = P.y[i]
                     g = cell_of[t * n + i]
-                    d = dv[t, i] + P.wcls[k] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
+                    d = dv[t, i] + P.wpt[i] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
                     sv = (Zp[t * n + i] - lo[t]) / delta[t]
                     dv[t, i] = d / delta[t]
                     ed[0] = ed[0] - d / delta[t]
@@ -247,4 +253,4 @@ cdef class InterpGrid(_GridEvaluator):
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
         return InterpGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
-                                self.most_threads)
+                                self.most_threads, self.w)

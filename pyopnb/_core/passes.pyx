@@ -1,29 +1,32 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
 # distutils: language = c++
-"""The OPNB objective and gradient, one projected column at a time.
+"""The OPNB objective and gradient, one projected column at a time: the
+passes every column evaluation shares.
 
 Every column of Z = XV is set up (sorted, or binned on a grid) and its
 class densities summed by the recursion of _ksum; the passes over the points
-(products over the columns, per-point gradient terms) then use every thread. Two modes:
-MODE_EXACT (exact sums) and MODE_LINEAR (the correct binned objective: each
-point's weight split linearly between its grid points, densities summed at
-the points). ExactPasses and LinearPasses are the evaluators built on them. R's binned
-objective reads densities at grid points and is r_grid.pyx's.
+(products over the columns, per-point gradient terms) then use every thread.
+What an evaluation does to a column (its set-up, binning and sample-point
+gradient) is its ColumnKind, chosen once when its scratch is made:
+exact.pyx's exact sums and linear.pyx's linear binning (the correct binned
+objective: each point's weight split linearly between its grid points,
+densities summed at the points). ExactPasses and LinearPasses, the
+evaluators built on them, live there too. R's binned objective reads
+densities at grid points and is r_grid.pyx's.
 """
+import math
+
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport exp, log, INFINITY
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcmp, memcpy, memset
 
-from pyopnb._core.common cimport EXACT, LINEAR, _MAX_ORDER, _region_threads, _thread_id
+from pyopnb._core.common cimport _MAX_ORDER, _region_threads
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
-from pyopnb._ksum cimport (_deposit, _evaluate, _last_of_ties, _make_kernel, _recurse, _sums_on_anchors,
-                           _tables_alloc, _tables_free)
-from pyopnb._core.geometry cimport _bin_linear, _grid_cell, _grid_delta, _grid_motion, _min_max
+from pyopnb._ksum cimport Anchors, EvalRows, _make_kernel, _sums_on_anchors, _tables_alloc, _tables_free
 from pyopnb._core.products cimport pyopnb_grad_points_at_rows, pyopnb_log_products, pyopnb_rows_products
-from pyopnb._core.sort cimport SortMemo, _argsort_memo
+from pyopnb._core.sort cimport SortMemo
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.simd cimport simd_path
 
@@ -31,24 +34,12 @@ from pyopnb._core.posteriors import product_posteriors
 
 cnp.import_array()
 
-# exact problems whose columns' scratch fits in this many bytes keep every
-# column between the value and the gradient pass (see ColumnScratch._plan)
-DEF KEEP_BYTES = 128 * 1024 * 1024
-# and keep each column's last sort (SortMemo: its keys, order and sorted keys)
-# when those fit in this many
-DEF MEMO_BYTES = 256 * 1024 * 1024
-
-MODE_EXACT = EXACT
-MODE_LINEAR = LINEAR
-
-
-cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, Py_ssize_t nbin, int K, bint shared, int a1,
+cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t G, int K, bint shared, int a1, bint deposits,
                        bint points) noexcept nogil:
-    # anchors: the points (exact) or the grid; evaluation rows: the points.
-    # Sized to what the mode uses: a binned fit at n = 1e6 needs grid-sized
+    # G anchors: the points (exact) or the grid; evaluation rows: the points.
+    # Sized to what the kind uses: a binned fit at n = 1e6 needs grid-sized
     # tables only. Without points, only the grid's tables (R's binned
     # objective, r_grid.pyx, keeps its own buffers for the points).
-    cdef Py_ssize_t G = n if mode == EXACT else nbin
     cdef Py_ssize_t N = (n if n > G else G) if points else G
     cdef Py_ssize_t npt = n if points else 0
     memset(col, 0, sizeof(Column))
@@ -64,7 +55,7 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, int mode, Py_ssize_t nbin, int
     col.S = <double*> scratch_alloc(N * K * sizeof(double))
     col.D = <double*> scratch_alloc(N * K * sizeof(double))
     # deposit tables only where points lie between anchors: the exact binned gradient
-    if (_tables_alloc(&col.tb, G, K, a1, shared, mode == LINEAR and points) or col.anchors == NULL
+    if (_tables_alloc(&col.tb, G, K, a1, shared, deposits) or col.anchors == NULL
             or col.order == NULL or col.bin == NULL or col.lo == NULL or col.row == NULL
             or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL
             or col.ident == NULL or col.S == NULL or col.D == NULL):
@@ -83,102 +74,22 @@ cdef void _column_free(Column* col) noexcept nogil:
     memset(col, 0, sizeof(Column))
 
 
-cdef int _column_setup(const Classes* P, const double* z, Column* col, SortMemo* memo,
-                       int nthr) noexcept nogil:
-    """Anchors, evaluation rows and each point's anchor for one column of Z = XV
-    (memo: the column's last sort, or NULL; see _argsort_memo)."""
-    cdef Py_ssize_t n = P.n, i, q, g
-    cdef double zmin, zmax, lo, delta
-    if P.mode == EXACT:
-        if _argsort_memo(z, n, col.order, col.anchors, memo, nthr):
-            return -1
-        col.G = n
-        col.m = n
-        col.ev = col.anchors
-        # evaluate in sorted order (tables read sequentially); a point's
-        # anchor for evaluation is its tie group's last
-        _last_of_ties(col.anchors, n, col.evlo)
-        for q in range(n):
-            col.row[col.order[q]] = q
-            col.lo[col.order[q]] = col.evlo[q]
-        return 0
-    _min_max(z, n, &zmin, &zmax)
-    col.G = P.nbin
-    delta = _grid_delta(zmin, zmax, P.eps, P.nbin, &lo)
-    _set_grid(col, lo, delta, P.nbin, True)
-    for i in range(n):
-        g = _grid_cell(z[i], col.lo_grid, col.delta, P.nbin)
-        col.bin[i] = g
-        # the last anchor <= z, robust to the rounding of floor(u)
-        while g > 0 and col.anchors[g] > z[i]:
-            g -= 1
-        while g + 1 < P.nbin and col.anchors[g + 1] <= z[i]:
-            g += 1
-        col.lo[i] = g
-        col.row[i] = i
-        col.evlo[i] = g
-    col.m = n
-    col.ev = z
-    return 0
-
-
-cdef void _bin_weights(const Classes* P, Column* col, const double* z, const double* Wpts) noexcept nogil:
-    """col.Wa [G, K]: the points' weights moved onto the anchors.
-
-    Wpts [n, K], or NULL for the class weights: point i weighs 1/(n_k h_k)
-    in the column of its class k, so only one column per point is touched.
-    """
-    cdef Py_ssize_t i, q, g
-    cdef int c, k, K = P.K, c0 = 0, c1 = P.K
-    cdef double frac, w = 0.0
-    if P.mode == EXACT:
-        if Wpts == NULL:
-            memset(col.Wa, 0, col.G * K * sizeof(double))
-        for q in range(P.n):
-            i = col.order[q]
-            if Wpts == NULL:
-                k = P.y[i]
-                col.Wa[q * K + k] = P.wcls[k]
-            else:
-                for c in range(K):
-                    col.Wa[q * K + c] = Wpts[i * K + c]
-        return
-    memset(col.Wa, 0, col.G * K * sizeof(double))
-    for i in range(P.n):
-        g = col.bin[i]
-        if Wpts == NULL:
-            c0 = P.y[i]
-            c1 = c0 + 1
-            w = P.wcls[c0]
-        frac = (z[i] - col.lo_grid) / col.delta - g
-        for c in range(c0, c1):
-            if Wpts != NULL:
-                w = Wpts[i * K + c]
-            _bin_linear(&col.Wa[c], g, K, frac, w)
-
-
-cdef void _column_sums(const Classes* P, Column* col, const double* z, const double* Wpts,
+cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
                       bint want_S, bint want_D, bint have_T, int nthr) noexcept nogil:
     """Kernel sums of the point weights Wpts [n, K] (NULL: the class weights),
     each class's column in its bandwidth, at the column's evaluation rows
     (col.S, col.D [m, K]; point i is row col.row[i])."""
-    _bin_weights(P, col, z, Wpts)
-    # exact: each evaluation row is a sorted point, on its anchor
-    _sums_on_anchors(col.anchors, col.G, col.Wa, P.K, P.h, P.shared, &P.ker, &col.tb,
-                     <const double*> NULL if P.mode == EXACT else col.ev, col.evlo, col.m, NULL,
-                     col.S if want_S else NULL, col.D if want_D else NULL, False, have_T, nthr)
+    cdef Anchors A = Anchors(x=col.anchors, G=col.G, r=P.K, h=P.h, shared=P.shared, ker=&P.ker)
+    cdef EvalRows rows = EvalRows(e=col.ev, lo=col.evlo, m=col.m, outrow=NULL, S=NULL, D=NULL, logS=False)
+    if want_S:
+        rows.S = col.S
+    if want_D:
+        rows.D = col.D
+    P.kind.bin_weights(P, col, z, Wpts)
+    _sums_on_anchors(&A, col.Wa, &col.tb, &rows, have_T, nthr)
 
 
-# rows a part of a pass over the points holds: parts are taken by threads as they come free, so a thread on a busy
-# core does fewer (the points are independent: any split gives the same bits)
-DEF PART_ROWS = 4096
-
-
-cdef inline Py_ssize_t _parts(Py_ssize_t n) noexcept nogil:
-    return (n + PART_ROWS - 1) // PART_ROWS
-
-
-cdef int _multiply_columns(const Classes* P, Column* cols, int w, double* pr, double* acc,
+cdef int _multiply_columns(const Problem* P, Column* cols, int w, double* pr, double* acc,
                            bint fresh, int nthr) noexcept nogil:
     """The wave's columns' densities into each point's running products
     pr, acc [n, K] (pyopnb_rows_products; started empty where ``fresh``: the
@@ -219,9 +130,9 @@ cdef void _log_products(double* pr, const double* acc, Py_ssize_t m, int nthr) n
         pyopnb_log_products(min(chunk, m - b * chunk), &pr[b * chunk], &acc[b * chunk])
 
 
-cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const double* post,
+cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const double* post,
                        int nthr) noexcept nogil:
-    """Point i as an evaluation point in the wave's columns (see _column_grad):
+    """Point i as an evaluation point in the wave's columns (see the kinds' ColumnGrad):
     gz[c, i] = -sum_k c_ik D_k(z_i) / h_k and the c weights
     c_ik = (1{y_i = k} - P_ik) / f_k(z_i) into Wpts [n, K]. f = 0 only where
     class k is hundreds of bandwidths away: then P_ik = 0 too and every kernel
@@ -236,96 +147,14 @@ cdef void _point_terms(const Classes* P, Column* cols, int w, double* gz0, const
         _point_rows(P, cols, w, gz0, post, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
 
 
-cdef inline void _point_rows(const Classes* P, Column* cols, int w, double* gz0, const double* post,
+cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
     cdef int c
     cdef Column* col
     for c in range(w):
         col = &cols[c]
-        pyopnb_grad_points_at_rows(P.simd, col.S, col.D, col.Wpts, col.row, post, P.y, i0, i1, P.K, P.h,
+        pyopnb_grad_points_at_rows(P.simd, col.S, col.D, col.Wpts, col.row, post, P.y, P.w, i0, i1, P.K, P.h,
                                    P.shared, &gz0[c * P.n])
-
-
-cdef void _sample_terms(const Classes* P, Column* cols, int w, double* gz0, int nthr) noexcept nogil:
-    """Point i as a sample point in the wave's columns: gz[c, i] -= the
-    derivative of its class's weight, from the kernel sums of the c weights
-    (col.D at the point's row)."""
-    cdef Py_ssize_t n = P.n
-    cdef Py_ssize_t b
-    nthr = _region_threads(nthr, n * w)
-    if nthr == 1:
-        _sample_rows(P, cols, w, gz0, 0, n)
-        return
-    for b in prange(_parts(n), num_threads=nthr, schedule='dynamic'):
-        _sample_rows(P, cols, w, gz0, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
-
-
-cdef inline void _sample_rows(const Classes* P, Column* cols, int w, double* gz0, Py_ssize_t i0,
-                              Py_ssize_t i1) noexcept nogil:
-    cdef Py_ssize_t n = P.n, i
-    cdef int c, k
-    for i in range(i0, i1):
-        k = P.y[i]
-        for c in range(w):
-            gz0[c * n + i] -= P.wh[k] * cols[c].D[cols[c].row[i] * P.K + k]
-
-
-cdef void _column_grad(const Classes* P, const double* z, Column* col, double* gz, int nthr) noexcept nogil:
-    """The sample-point part of gz = n * d l / d z_t for this column, after
-    _point_terms (see the paper's T1, T2).
-
-    With c_ik = (1{y_i = k} - P_ik) / f_kt(z_it) (P the posteriors), the derivative is
-      - sum_k c_ik D_k(z_i) / h_k            (point i as an evaluation point: _point_terms)
-      + d/dz_i of the class-y_i weights      (point i as a sample point)
-    The second is a kernel sum of the c weights: read at the point's anchor for
-    exact and R's simple binning (into col.D here, subtracted by
-    _sample_terms); for linear binning it acts through the binning fractions
-    and the grid's ends (min and max of z), added to gz here.
-    """
-    cdef Py_ssize_t n = P.n, i, g, G = col.G, imin, imax
-    cdef int k, c, K = P.K, a1 = P.ker.a + 1
-    cdef double d_lo, d_delta, gam, b, u
-    if P.mode == EXACT:
-        # the column's decays are those of its setup's sums
-        _column_sums(P, col, z, col.Wpts, False, True, True, nthr)
-        return
-    # Phi (ksum) and Psi (dksum) of the c weights at the grid points,
-    # from the points where they really are.
-    memset(col.tb.Ldep, 0, G * K * a1 * sizeof(double))
-    memset(col.tb.R, 0, G * K * a1 * sizeof(double))
-    _deposit(z, col.Wpts, n, K, col.lo, col.anchors, G, P.h, P.shared, P.ker.a, col.tb.Ldep, col.tb.R)
-    _recurse(col.anchors, G, K, P.h, P.shared, P.ker.a, P.ker.binom, col.tb.Ldep, a1,
-             col.tb.Lincl, col.tb.R, col.tb.decay, False, True, nthr)
-    _evaluate(NULL, col.ident, G, NULL, col.anchors, G, K, P.h, P.shared, &P.ker,
-              col.tb.Ldep, a1, col.tb.Lincl, col.tb.R, col.S, col.D, False)
-    # class weights binned, for the grid-motion term
-    _bin_weights(P, col, z, NULL)
-    # gamma_g = d(nl)/dG_g with binning fractions fixed
-    d_lo = 0.0
-    d_delta = 0.0
-    for g in range(G):
-        gam = 0.0
-        for c in range(K):
-            gam -= col.Wa[g * K + c] * col.D[g * K + c] / P.h[c]
-        d_lo += gam
-        d_delta += g * gam
-    # beta_i = d(nl)/du_i with the grid fixed: through the fractions
-    for i in range(n):
-        k = P.y[i]
-        g = col.bin[i]
-        b = P.wcls[k] * (col.S[(g + 1) * K + k] - col.S[g * K + k])
-        gz[i] += b / col.delta
-        u = (z[i] - col.lo_grid) / col.delta
-        d_lo -= b / col.delta
-        d_delta -= u * b / col.delta
-    imin = 0
-    imax = 0
-    for i in range(1, n):
-        if z[i] < z[imin]:
-            imin = i
-        if z[i] > z[imax]:
-            imax = i
-    _grid_motion(gz, imin, imax, d_lo, d_delta, P.nbin)
 
 
 cdef class ColumnScratch:
@@ -333,40 +162,74 @@ cdef class ColumnScratch:
     a wave, made when first needed). An evaluator makes one and keeps it for
     every evaluation of its fit: fresh scratch each time would map and unmap
     its pages at every evaluation (a large share of an exact evaluation's
-    time, measured in docs/benchmarks.md)."""
-    def __cinit__(self, int[::1] y, int K, double[::1] h, int mode, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, int num_threads, bint points=True):
+    time, measured in docs/benchmarks.md).
+
+    Made as its evaluation's kind (exact.ExactScratch, linear.LinearScratch),
+    which sets the column passes (``P.kind``); made as itself, it holds a
+    grid's column tables only (``points`` False, no column passes:
+    grid.pyx's GridTables). ``nbin`` and ``eps``: a grid's points and
+    widening (unused by exact sums)."""
+    def __cinit__(self, int[::1] y, int K, double[::1] h, Py_ssize_t nbin, double eps,
+                  const double[::1] beta, int num_threads, bint points=True, w=None):
         cdef Py_ssize_t n = y.shape[0], i
         cdef int k
+        cdef const double[::1] wv
         if K < 1 or h.shape[0] != K:
             raise ValueError("need K >= 1 and one bandwidth per class")
-        if mode != EXACT and mode != LINEAR:
-            raise ValueError(f"mode must be MODE_EXACT ({EXACT}) or MODE_LINEAR ({LINEAR}), got {mode}")
+        # the class totals W_k and the total W correctly rounded (math.fsum): the same doubles whatever the
+        # points' order or their split into blocks
+        totals = None
+        if w is not None:
+            w = np.ascontiguousarray(w, dtype=np.float64)
+            if w.shape != (n,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
+                raise ValueError(f"w must hold {n} positive finite weights")
+            wv = w
+            yk = np.asarray(y)
+            totals = [math.fsum(w[yk == k]) for k in range(K)]
+        self.w = w
         self.y = y
-        self.nthr = max(1, num_threads)
-        self.most = self.nthr
+        self.beta = np.array(beta)
+        self.P.n_threads = max(1, num_threads)
+        self.most = self.P.n_threads
         self.points = points
+        self.G = nbin
         self.h = <double*> malloc(K * sizeof(double))
-        self.wcls = <double*> calloc(K, sizeof(double))
-        self.wh = <double*> malloc(K * sizeof(double))
-        if self.h == NULL or self.wcls == NULL or self.wh == NULL:
+        self.wpt = <double*> malloc(max(n, 1) * sizeof(double))
+        self.wpth = <double*> malloc(max(n, 1) * sizeof(double))
+        # each class's total weight, then 1 / (W_k h_k)
+        cdef double* wcls = <double*> calloc(K, sizeof(double))
+        if self.h == NULL or self.wpt == NULL or self.wpth == NULL or wcls == NULL:
+            free(wcls)
             raise MemoryError()
-        self.keep = False  # decided for each ndim (_plan)
-        for i in range(n):
-            self.wcls[y[i]] += 1.0
+        if w is None:
+            for i in range(n):
+                wcls[y[i]] += 1.0
+            self.P.W = <double> n
+        else:
+            for k in range(K):
+                wcls[k] = totals[k]
+            self.P.W = math.fsum(w)
         self.P.shared = True
         for k in range(K):
             self.h[k] = h[k]
             self.P.shared = self.P.shared and h[k] == h[0]
-            self.wcls[k] = 1.0 / (self.wcls[k] * h[k])
-            self.wh[k] = self.wcls[k] / h[k]
+            wcls[k] = 1.0 / (wcls[k] * h[k])
+        # without weights, point i weighs 1 / (n_k h_k): the same double as the class's
+        for i in range(n):
+            k = y[i]
+            self.wpt[i] = wcls[k] if w is None else wv[i] * wcls[k]
+            self.wpth[i] = self.wpt[i] / h[k]
+        free(wcls)
         self.P.n = n
         self.P.K = K
         self.P.y = &y[0]
         self.P.h = self.h
-        self.P.wcls = self.wcls
-        self.P.wh = self.wh
-        self.P.mode = mode
+        self.P.wpt = self.wpt
+        self.P.wpth = self.wpth
+        self.P.w = NULL
+        if w is not None:
+            self.P.w = &wv[0]
+        self.P.kind = NULL
         self.P.nbin = nbin
         self.P.eps = eps
         # PYOPNB_SIMD read once a fit: every path gives the same bits
@@ -374,6 +237,16 @@ cdef class ColumnScratch:
         if beta.shape[0] < 1 or beta.shape[0] > _MAX_ORDER + 1:
             raise ValueError("beta must have 1 to %d entries" % (_MAX_ORDER + 1))
         _make_kernel(&beta[0], beta.shape[0], &self.P.ker)
+
+    @property
+    def W(self) -> float:
+        """The points' total weight (n without weights)."""
+        return self.P.W
+
+    @property
+    def threads(self) -> int:
+        """The threads of the next passes."""
+        return self.P.n_threads
 
     cdef int _ensure(self, Py_ssize_t w) except -1:
         """Scratch for w columns (a wave's, or with keep every column's)."""
@@ -385,34 +258,20 @@ cdef class ColumnScratch:
             memset(&self.cols[self.capacity], 0, (w - self.capacity) * sizeof(Column))
             self.capacity = w
         while self.ncol < w:
-            if _column_alloc(&self.cols[self.ncol], self.P.n, self.P.mode, self.P.nbin,
-                             self.P.K, self.P.shared,
+            if _column_alloc(&self.cols[self.ncol], self.P.n, self.G, self.P.K, self.P.shared,
                              # grid-only scratch: one order more, for GridTables' psi kernel
-                             self.P.ker.a + (1 if self.points else 2), self.points):
+                             self.P.ker.a + (1 if self.points else 2), self.deposits, self.points):
                 _column_free(&self.cols[self.ncol])
                 raise MemoryError("not enough memory for the kernel-sum tables")
             self.ncol += 1
         return 0
 
     cdef int _plan(self, Py_ssize_t ndim) except -1:
-        """Whether ndim columns are kept between the value and gradient
-        passes: exact sums whose columns' scratch fits in KEEP_BYTES. Kept,
-        there is a copy of Zt, so that the gradient pass knows when the
-        value pass's columns are its own. Exact sums not kept whose sorts
-        fit in MEMO_BYTES keep each column's last sort (every column starts
-        without one): the gradient pass, which sets its columns up again,
-        then copies the value pass's sorts (_argsort_memo)."""
-        cdef Py_ssize_t t, n = self.P.n
-        cdef int K = self.P.K
-        # a column's scratch per point (see _column_alloc) and its copy of z
-        cdef Py_ssize_t per_point = 72 + 32 * K * (self.P.ker.a + 1) + 32 * K + 8
-        cdef Py_ssize_t memo_point = 2 * sizeof(double) + sizeof(Py_ssize_t)
-        cdef char* block
-        cdef bint exact = self.P.mode == EXACT and self.points and n > 0
-        cdef bint keep = exact and ndim * n * per_point <= KEEP_BYTES
-        cdef bint memo = exact and not keep and ndim * n * memo_point <= MEMO_BYTES
-        if keep == self.keep and (self.memos != NULL) == memo and (not (keep or memo) or ndim == self.nplan):
-            return 0
+        """What is kept between passes for ndim columns: here nothing (each
+        pass sets its columns up); exact sums keep more (ExactScratch._plan)."""
+        return 0
+
+    cdef void _forget_plan(self):
         free(self.memos)
         free(self.memo_block)
         free(self.Zkept)
@@ -420,62 +279,18 @@ cdef class ColumnScratch:
         self.memo_block = NULL
         self.Zkept = NULL
         self.kept = False
-        self.nplan = ndim
         self.keep = False
-        if memo:
-            self.memos = <SortMemo*> malloc(ndim * sizeof(SortMemo))
-            self.memo_block = malloc(ndim * n * memo_point)
-            if self.memos == NULL or self.memo_block == NULL:
-                free(self.memos)
-                free(self.memo_block)
-                self.memos = NULL
-                self.memo_block = NULL
-                raise MemoryError()
-            block = <char*> self.memo_block
-            for t in range(ndim):
-                self.memos[t].x = <double*> &block[t * n * memo_point]
-                self.memos[t].xs = <double*> &block[(t * memo_point + sizeof(double)) * n]
-                self.memos[t].order = <Py_ssize_t*> &block[(t * memo_point + 2 * sizeof(double)) * n]
-                self.memos[t].order[0] = -1
-        if keep:
-            self.Zkept = <double*> malloc(ndim * n * sizeof(double))
-            if self.Zkept == NULL:
-                raise MemoryError()
-            self.keep = True
-        return 0
-
-    cdef int _check(self, const int[::1] y, int K, const double[::1] h, int mode, Py_ssize_t nbin) except -1:
-        cdef int k
-        cdef bint same = (y.shape[0] == self.P.n and K == self.P.K and h.shape[0] == K
-                          and mode == self.P.mode
-                          and (mode == EXACT or nbin == self.P.nbin))
-        if same and y.shape[0] > 0:
-            same = &y[0] == self.P.y
-        for k in range(K if same else 0):
-            same = same and self.h[k] == h[k]
-        if not same:
-            raise ValueError("work was made for another problem")
-        return 0
 
     def __dealloc__(self):
         cdef int c
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.h); free(self.wcls); free(self.wh)
+        free(self.cols); free(self.h); free(self.wpt); free(self.wpth)
         free(self.memos); free(self.memo_block); free(self.Zkept)
 
 
-cdef ColumnScratch _work_for(int[::1] y, int K, double[::1] h, int mode,
-                     Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, ColumnScratch work):
-    # y, K, h, the mode and nbin are checked; eps, beta and the threads are the caller's to keep
-    if work is None:
-        return ColumnScratch(y, K, h, mode, nbin, eps, beta, num_threads)
-    work._check(y, K, h, mode, nbin)
-    return work
-
-
-cdef int _wave_setup(const Classes* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
+cdef int _wave_setup(const Problem* P, const double* Zt, Py_ssize_t t0, int w, Column* cols, bint want_D,
                      SortMemo* memos, int nthr) noexcept nogil:
     """Columns t0..t0+w-1 of Zt [ndim, n] set up and summed (col.S, and
     col.D with want_D), a column to a thread (the whole team when w = 1).
@@ -488,60 +303,57 @@ cdef int _wave_setup(const Classes* P, const double* Zt, Py_ssize_t t0, int w, C
     return bad
 
 
-cdef inline int _setup_one(const Classes* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
+cdef inline int _setup_one(const Problem* P, const double* Zt, Py_ssize_t t, Column* col, bint want_D,
                            SortMemo* memos, int nthr) noexcept nogil:
-    if _column_setup(P, &Zt[t * P.n], col, &memos[t] if memos != NULL else NULL, nthr):
+    if P.kind.setup(P, &Zt[t * P.n], col, &memos[t] if memos != NULL else NULL, nthr):
         return 1
     _column_sums(P, col, &Zt[t * P.n], NULL, True, want_D, False, nthr)
     return 0
 
 
-cdef ColumnScratch _wave_work(const double[:, ::1] Zt, int[::1] y, int K, double[::1] h, int mode,
-                      Py_ssize_t nbin, double eps, const double[::1] beta, int num_threads, ColumnScratch work):
+cdef ColumnScratch _wave_work(const double[:, ::1] Zt, ColumnScratch wk):
     """The column passes' scratch for Zt, with room for a wave's columns."""
-    cdef ColumnScratch wk = _work_for(y, K, h, mode, nbin, eps, beta, num_threads, work)
+    if wk is None or wk.P.kind == NULL:
+        raise TypeError("scratch must be an ExactScratch or a LinearScratch (a scratch with column passes)")
     if Zt.shape[1] != wk.P.n:
         raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
     wk._plan(Zt.shape[0])
-    wk._ensure(Zt.shape[0] if wk.keep else _wave(max(Zt.shape[0], 1), wk.nthr))
+    wk._ensure(Zt.shape[0] if wk.keep else _wave(max(Zt.shape[0], 1), wk.P.n_threads))
     return wk
 
 
-def log_densities(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
-                  int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
-                  int num_threads, ColumnScratch scratch=None):
+def log_densities(double[:, ::1] Zt, ColumnScratch scratch):
     """logf[i, k] = log prod_t f_kt(z_it) [n, K]: class_products' products,
     logged (for the checks that read class log densities; the evaluations
     combine the products themselves, product_posteriors)."""
-    logf, acc = class_products(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
+    logf, acc = class_products(Zt, scratch)
     cdef double[:, ::1] lv = logf
     cdef const double[:, ::1] av = acc
     cdef Py_ssize_t m = lv.shape[0] * lv.shape[1]
     if m:
         with nogil:
-            _log_products(&lv[0, 0], &av[0, 0], m, max(1, num_threads))
+            _log_products(&lv[0, 0], &av[0, 0], m, scratch.P.n_threads)
     return logf
 
 
-def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
-                   int mode, Py_ssize_t nbin, double eps, const double[::1] beta,
-                   int num_threads, ColumnScratch scratch=None, tuple init=None):
+def class_products(double[:, ::1] Zt, ColumnScratch scratch, tuple init=None):
     """(pr, acc) [n, K]: prod_t f_kt(z_it) = pr[i, k] exp(acc[i, k]) as
     pyopnb_products_n keeps them (acc 0 where the product stayed in range);
-    Zt is [ndim, n]. ``scratch``: a ColumnScratch made for these arguments,
-    kept between calls. ``init``: the (pr, acc) of columns before Zt's, to
-    go on from (not changed): the products of all the columns then, to the
-    bit, since the columns go in in order whatever the waves.
+    Zt is [ndim, n]. ``scratch``: the problem and its evaluation
+    (exact.ExactScratch or linear.LinearScratch), kept between calls.
+    ``init``: the (pr, acc) of columns before Zt's, to go on from (not
+    changed): the products of all the columns then, to the bit, since the
+    columns go in in order whatever the waves.
 
     The columns go in waves (see _wave): each column of a wave is set up
     and summed on its own thread (the whole team when the wave has one
     column), then every thread multiplies the wave's densities into its
     points' products (pyopnb_rows_products: never an underflow).
     """
+    cdef ColumnScratch wk = _wave_work(Zt, scratch)
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef ColumnScratch wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
-    cdef const Classes* P = &wk.P
-    cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w
+    cdef const Problem* P = &wk.P
+    cdef int K = P.K, nthr = wk.P.n_threads, W = _wave(max(ndim, 1), wk.P.n_threads), w
     cdef Column* cols
     cdef bint keep = wk.keep
     cdef int bad = 0
@@ -578,18 +390,17 @@ def class_products(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
     return prods, acc
 
 
-def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
-                         int mode, Py_ssize_t nbin, double eps,
-                         double[:, ::1] post, const double[::1] beta, int num_threads, ColumnScratch scratch=None):
-    """n * d l / d Z, as [ndim, n], given the class posteriors [n, K]. ``scratch``: a ColumnScratch made for these arguments, kept between calls.
+def log_density_gradient(double[:, ::1] Zt, double[:, ::1] post, ColumnScratch scratch):
+    """n * d l / d Z, as [ndim, n], given the class posteriors [n, K].
+    ``scratch``: as class_products', kept between calls.
 
     In waves of columns as log_densities: set-up and kernel sums a column to
     a thread, the per-point terms on every thread.
     """
+    cdef ColumnScratch wk = _wave_work(Zt, scratch)
     cdef Py_ssize_t ndim = Zt.shape[0], n = Zt.shape[1], t0
-    cdef ColumnScratch wk = _wave_work(Zt, y, K, h, mode, nbin, eps, beta, num_threads, scratch)
-    cdef const Classes* P = &wk.P
-    cdef int nthr = wk.nthr, W = _wave(max(ndim, 1), wk.nthr), w, c, inner
+    cdef const Problem* P = &wk.P
+    cdef int K = P.K, nthr = wk.P.n_threads, W = _wave(max(ndim, 1), wk.P.n_threads), w, c, inner
     if post.shape[0] != n or post.shape[1] != K:
         raise ValueError(f"post must be ({n}, {K}), got ({post.shape[0]}, {post.shape[1]})")
     cdef Column* cols
@@ -615,12 +426,12 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
                 break
             _point_terms(P, cols, w, &dv[t0, 0], &post[0, 0], nthr)
             if w == 1:
-                _column_grad(P, &Zt[t0, 0], &cols[0], &dv[t0, 0], inner)
+                P.kind.grad(P, &Zt[t0, 0], &cols[0], &dv[t0, 0], inner)
             else:
                 for c in prange(w, num_threads=_region_threads(w, n * K * w), schedule='static'):
-                    _column_grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner)
-            if P.mode == EXACT:
-                _sample_terms(P, cols, w, &dv[t0, 0], nthr)
+                    P.kind.grad(P, &Zt[t0 + c, 0], &cols[c], &dv[t0 + c, 0], inner)
+            if P.kind.sample_terms != NULL:
+                P.kind.sample_terms(P, cols, w, &dv[t0, 0], nthr)
             t0 = t0 + w
     if bad:
         raise MemoryError("not enough memory for the kernel-sum tables")
@@ -628,42 +439,34 @@ def log_density_gradient(double[:, ::1] Zt, int[::1] y, int K, double[::1] h,
 
 
 cdef class _ColumnPasses(CoreEvaluator):
-    """l by the column passes in ``mode``, with a scratch kept for every
-    evaluation (the shared part of ExactPasses and LinearPasses)."""
-    cdef ColumnScratch scratch
-    cdef readonly int mode
-    cdef readonly Py_ssize_t nbin
-    cdef readonly bint squared_priors
-    cdef object beta, value_PI
-    cdef double eps
-    # subset_values' chosen rows of Z' and their products (pr, acc), or None
-    cdef object _chosen_rows
-    cdef tuple _chosen_products
+    """l by the column passes of its scratch's kind, with the scratch kept
+    for every evaluation (the shared part of exact.ExactPasses and
+    linear.LinearPasses, whose __init__ makes the scratch)."""
 
-    def __init__(self, y0, h, PI, int threads, int mode, Py_ssize_t nbin, const double[::1] beta, double eps,
-                 bint squared_priors):
+    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, bint squared_priors):
         if type(self) is _ColumnPasses:
-            raise TypeError("make ExactPasses or LinearPasses")
+            raise TypeError("make exact.ExactPasses or linear.LinearPasses")
         CoreEvaluator.__init__(self, y0, h, PI, threads)
-        self.mode, self.nbin, self.eps = mode, nbin, eps
-        self.beta = np.array(beta)
+        self.nbin = nbin
         self.squared_priors = squared_priors
         self.value_PI = self.PI * self.PI if squared_priors else None
-        self.scratch = ColumnScratch(self.y0, self.K, self.h, mode, nbin, eps, self.beta, self.threads)
 
     cpdef void use_threads(self, int count):
         CoreEvaluator.use_threads(self, count)
-        self.scratch.nthr = self.threads
+        self.scratch.P.n_threads = self.threads
+
+    @property
+    def W(self) -> float:
+        """The points' total weight (n without weights): l's divisor, and the
+        gradient's (evaluate returns W dl/dZ)."""
+        return self.scratch.W
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
-        pr, acc = class_products(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta,
-                                 self.threads, self.scratch)
-        value, post = product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI)
+        pr, acc = class_products(Zt, self.scratch)
+        value, post = product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI, self.scratch.w)
         if not gradient:
             return float(value), None
-        return float(value), log_density_gradient(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, post,
-                                                  self.beta, self.threads, self.scratch)
-
+        return float(value), log_density_gradient(Zt, post, self.scratch)
     cpdef list subset_values(self, object Zt, list chosen, list candidates):
         """As CoreEvaluator.subset_values, to the bit, with each point's products
         over ``chosen`` made once and each candidate's column multiplied into
@@ -686,29 +489,9 @@ cdef class _ColumnPasses(CoreEvaluator):
         values = []
         for j in candidates:
             pr, acc = self._products(np.ascontiguousarray(Za[[j]]), state)
-            values.append(float(product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI)[0]))
+            values.append(float(product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI,
+                                                   self.scratch.w)[0]))
         return values
 
     cdef tuple _products(self, Zt, tuple init):
-        return class_products(Zt, self.y0, self.K, self.h, self.mode, self.nbin, self.eps, self.beta, self.threads,
-                              self.scratch, init)
-
-
-cdef class ExactPasses(_ColumnPasses):
-    """l with exact kernel sums, each column's points sorted, and its exact
-    gradient. ``squared_priors``: R's f_NB_exact, whose value multiplies by
-    PI_k twice (its gradient, R's df_NB_exact, does not)."""
-
-    def __init__(self, y0, h, PI, int threads, const double[::1] beta, bint squared_priors=False):
-        _ColumnPasses.__init__(self, y0, h, PI, threads, EXACT, 0, beta, 0.0, squared_priors)
-
-
-cdef class LinearPasses(_ColumnPasses):
-    """The paper's binned l: linear binning on ``nbin`` grid points per
-    column (widened by ``eps`` at each end), each point's densities summed
-    from the binned weights, and the exact derivative of that value."""
-
-    def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, const double[::1] beta, double eps):
-        if nbin < 2:
-            raise ValueError("need nbin >= 2")
-        _ColumnPasses.__init__(self, y0, h, PI, threads, LINEAR, nbin, beta, eps, False)
+        return class_products(Zt, self.scratch, init)

@@ -4,6 +4,8 @@
 logs: the one place where a row's classes are combined, for every
 evaluation, prediction and comparator (the C library's exp and log, as
 R's)."""
+import math
+
 import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
@@ -12,13 +14,14 @@ from pyopnb._core.common cimport _region_threads, _thread_id
 
 
 def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const int[::1] y,
-                       const double[::1] PI, int num_threads, value_PI=None):
+                       const double[::1] PI, int num_threads, value_PI=None, w=None):
     """(mean log-likelihood, posteriors [n, K]) from class densities kept as
     running products (pr, acc [n, K], f_ik = pr_ik exp(acc_ik):
     pyopnb_products_n'), one pass per row (_row_posterior_products).
 
     l = mean_i log(PI_{y_i} f_{i, y_i} / sum_k PI_k f_ik); posteriors
-    PI_k f_ik / sum_j PI_j f_ij. A row whose own class has density 0 gives
+    PI_k f_ik / sum_j PI_j f_ij; with weights ``w`` [n], l =
+    sum_i w_i log(...) / sum_i w_i. A row whose own class has density 0 gives
     -inf; one whose classes all have density 0 gives a NaN term and NaN
     posteriors (0 / 0), as the formula does. ``value_PI``: l with
     these priors instead (R's exact value, whose priors are squared), the
@@ -36,6 +39,15 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
     if vPI.shape[0] != K:
         raise ValueError(f"value_PI must have {K} entries, got {vPI.shape[0]}")
     cdef bint apart = value_PI is not None
+    cdef const double[::1] wv
+    cdef bint weighted = w is not None
+    cdef double W = <double> n
+    if weighted:
+        wv = np.ascontiguousarray(w, dtype=np.float64)
+        if wv.shape[0] != n:
+            raise ValueError(f"w must have {n} entries, got {wv.shape[0]}")
+        # correctly rounded, as the evaluations' (ColumnScratch.W)
+        W = math.fsum(w)
     # the priors' logs for rows whose products closed, the C library's log
     lp = np.empty((2, K))
     cdef double[:, ::1] lpv = lp
@@ -58,9 +70,13 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
                 tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &vPI[0], &lpv[1, 0], K, y[i], NULL,
                                                 True, &lfv[tid, 0])
         # summed in order, so that the value does not depend on the threads
-        for i in range(n):
-            total = total + tv[i]
-    return total / n, post
+        if weighted:
+            for i in range(n):
+                total = total + wv[i] * tv[i]
+        else:
+            for i in range(n):
+                total = total + tv[i]
+    return total / W, post
 
 
 def posteriors(const double[:, ::1] logjoint, int num_threads):

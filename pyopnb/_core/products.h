@@ -265,10 +265,10 @@ static inline void pyopnb_log_products(ptrdiff_t n, double* pr, const double* ac
  * divisions by h[0] go a vector at a time. The divisions, the longest
  * operation, go two at a time. */
 static inline double pyopnb_grad_point(const double* S, const double* D, double* W,
-                                       const double* post, int y, int K, const double* h, int shared,
+                                       const double* post, int y, double wi, int K, const double* h, int shared,
                                        int fresh) {
     const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0}, one = pyopnb_v2d{1.0, 1.0};
-    const pyopnb_v2d yd = pyopnb_v2d{(double)y, (double)y};
+    const pyopnb_v2d yd = pyopnb_v2d{(double)y, (double)y}, wv = pyopnb_v2d{wi, wi};
     double bsum = 0.0;
     int k = 0;
     for (; k + 2 <= K; k += 2) {
@@ -283,7 +283,7 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
         const pyopnb_v2d kk = pyopnb_v2d{(double)k, (double)(k + 1)};
         const pyopnb_v2d ind = (pyopnb_v2d)((pyopnb_v2i)(kk == yd) & (pyopnb_v2i)one);
         const pyopnb_v2d q = (ind - pyopnb_load2(post + k)) / fs;
-        const pyopnb_v2d c = (pyopnb_v2d)((pyopnb_v2i)q & pos);
+        const pyopnb_v2d c = (pyopnb_v2d)((pyopnb_v2i)q & pos) * wv;
         const pyopnb_v2d w = (fresh ? zero : pyopnb_load2(W + k)) + c;
         memcpy(W + k, &w, sizeof w);
         pyopnb_v2d cd = c * pyopnb_load2(D + k);
@@ -293,7 +293,7 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
     }
     if (k < K) {
         const double f = S[k];
-        const double c = f > 0.0 ? ((double)(y == k) - post[k]) / f : 0.0;
+        const double c = (f > 0.0 ? ((double)(y == k) - post[k]) / f : 0.0) * wi;
         W[k] = (fresh ? 0.0 : W[k]) + c;
         bsum = bsum + (shared ? c * D[k] : c * D[k] / h[k]);
     }
@@ -310,8 +310,8 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
  * m), added to bsum: the caller of a row of at most four classes makes
  * these once for all its points. */
 __attribute__((target("avx2"))) static inline __attribute__((always_inline)) double pyopnb_grad_group_avx2(
-        const double* S, const double* D, double* W, const double* post, __m256d yd, int k, int m, __m256i mask,
-        __m256d kk, __m256d hk, int shared, int fresh, double bsum) {
+        const double* S, const double* D, double* W, const double* post, __m256d yd, __m256d wt, int k, int m,
+        __m256i mask, __m256d kk, __m256d hk, int shared, int fresh, double bsum) {
     const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
     const __m256d f = _mm256_maskload_pd(S + k, mask);
     /* f > 0, false for NaN (and for the masked lanes' zeros) */
@@ -319,7 +319,7 @@ __attribute__((target("avx2"))) static inline __attribute__((always_inline)) dou
     const __m256d fs = _mm256_blendv_pd(one, f, pos);
     const __m256d ind = _mm256_and_pd(_mm256_cmp_pd(kk, yd, _CMP_EQ_OQ), one);
     const __m256d q = _mm256_div_pd(_mm256_sub_pd(ind, _mm256_maskload_pd(post + k, mask)), fs);
-    const __m256d c = _mm256_and_pd(q, pos);
+    const __m256d c = _mm256_mul_pd(_mm256_and_pd(q, pos), wt);
     const __m256d w = _mm256_add_pd(fresh ? zero : _mm256_maskload_pd(W + k, mask), c);
     __m256d cd = _mm256_mul_pd(c, _mm256_maskload_pd(D + k, mask));
     if (!shared) cd = _mm256_div_pd(cd, hk);
@@ -347,14 +347,14 @@ __attribute__((target("avx2"))) static inline __m256d pyopnb_group_h(const doubl
 }
 
 __attribute__((target("avx2"))) static inline double pyopnb_grad_point_avx2(
-        const double* S, const double* D, double* W, const double* post, int y, int K, const double* h,
+        const double* S, const double* D, double* W, const double* post, int y, double wi, int K, const double* h,
         int shared, int fresh) {
-    const __m256d yd = _mm256_set1_pd((double)y);
+    const __m256d yd = _mm256_set1_pd((double)y), wt = _mm256_set1_pd(wi);
     double bsum = 0.0;
     for (int k = 0; k < K; k += 4) {
         const int m = K - k < 4 ? K - k : 4;
         const __m256i mask = pyopnb_group_mask(m);
-        bsum = pyopnb_grad_group_avx2(S, D, W, post, yd, k, m, mask, pyopnb_group_classes(k),
+        bsum = pyopnb_grad_group_avx2(S, D, W, post, yd, wt, k, m, mask, pyopnb_group_classes(k),
                                       shared ? _mm256_set1_pd(1.0) : pyopnb_group_h(h, k, mask), shared, fresh,
                                       bsum);
     }
@@ -380,16 +380,16 @@ static inline __attribute__((always_inline)) void pyopnb_grad_finish(double* dz,
  * its mask, classes and bandwidths made once for all the points */
 template <class I, bool W_OWN>
 __attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2(
-        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, ptrdiff_t i0,
-        ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, const double* wt,
+        ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
     const __m256i mask = pyopnb_group_mask(K);
     const __m256d kk = pyopnb_group_classes(0);
     const __m256d hk = shared ? _mm256_set1_pd(1.0) : pyopnb_group_h(h, 0, mask);
     for (ptrdiff_t i = i0; i < i1; ++i) {
         const ptrdiff_t e = (ptrdiff_t)at[i] * K;
         double* w = W_OWN ? W + i * K : W + e;
-        dz[i] = pyopnb_grad_group_avx2(S + e, D + e, w, post + i * K, _mm256_set1_pd((double)y[i]), 0, K, mask,
-                                       kk, hk, shared, W_OWN, 0.0);
+        dz[i] = pyopnb_grad_group_avx2(S + e, D + e, w, post + i * K, _mm256_set1_pd((double)y[i]),
+                                       _mm256_set1_pd(wt ? wt[i] : 1.0), 0, K, mask, kk, hk, shared, W_OWN, 0.0);
     }
 }
 #endif
@@ -402,11 +402,11 @@ __attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2
  * its posteriors post[i K] and class y[i] */
 template <bool AVX2, class I, bool W_OWN>
 static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
-        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, ptrdiff_t i0,
-        ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, const double* wt,
+        ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
 #if PYOPNB_DISPATCH
     if (AVX2 && K <= 4) {
-        pyopnb_grad_points_group_avx2<I, W_OWN>(S, D, W, at, post, y, i0, i1, K, h, shared, dz);
+        pyopnb_grad_points_group_avx2<I, W_OWN>(S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz);
         pyopnb_grad_finish(dz, i0, i1, h, shared);
         return;
     }
@@ -416,43 +416,47 @@ static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
         double* w = W_OWN ? W + i * K : W + e;
 #if PYOPNB_DISPATCH
         if (AVX2) {
-            dz[i] = pyopnb_grad_point_avx2(S + e, D + e, w, post + i * K, y[i], K, h, shared, W_OWN);
+            dz[i] = pyopnb_grad_point_avx2(S + e, D + e, w, post + i * K, y[i], wt ? wt[i] : 1.0, K, h, shared,
+                                           W_OWN);
             continue;
         }
 #endif
-        dz[i] = pyopnb_grad_point(S + e, D + e, w, post + i * K, y[i], K, h, shared, W_OWN);
+        dz[i] = pyopnb_grad_point(S + e, D + e, w, post + i * K, y[i], wt ? wt[i] : 1.0, K, h, shared, W_OWN);
     }
     pyopnb_grad_finish(dz, i0, i1, h, shared);
 }
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_grad_cells_on(
-        const double* S, const double* D, double* W, const int* at, const double* post, const int* y, ptrdiff_t i0,
-        ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
-    pyopnb_grad_points_on<AVX2, int, false>(S, D, W, at, post, y, i0, i1, K, h, shared, dz);
+        const double* S, const double* D, double* W, const int* at, const double* post, const int* y,
+        const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    pyopnb_grad_points_on<AVX2, int, false>(S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz);
 }
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_grad_rows_on(
         const double* S, const double* D, double* W, const ptrdiff_t* at, const double* post, const int* y,
-        ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
-    pyopnb_grad_points_on<AVX2, ptrdiff_t, true>(S, D, W, at, post, y, i0, i1, K, h, shared, dz);
+        const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+    pyopnb_grad_points_on<AVX2, ptrdiff_t, true>(S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz);
 }
-#define PYOPNB_GRAD_ARGS (S, D, W, at, post, y, i0, i1, K, h, shared, dz)
+#define PYOPNB_GRAD_ARGS (S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz)
 PYOPNB_AVX2_FN(pyopnb_grad_cells_on, (const double* S, const double* D, double* W, const int* at, const double* post,
-                                      const int* y, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared,
-                                      double* dz), PYOPNB_GRAD_ARGS)
+                                      const int* y, const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K,
+                                      const double* h, int shared, double* dz), PYOPNB_GRAD_ARGS)
 PYOPNB_AVX2_FN(pyopnb_grad_rows_on, (const double* S, const double* D, double* W, const ptrdiff_t* at,
-                                     const double* post, const int* y, ptrdiff_t i0, ptrdiff_t i1, int K,
-                                     const double* h, int shared, double* dz), PYOPNB_GRAD_ARGS)
+                                     const double* post, const int* y, const double* wt, ptrdiff_t i0, ptrdiff_t i1,
+                                     int K, const double* h, int shared, double* dz), PYOPNB_GRAD_ARGS)
 
+/* wt: each point's weight w_i (NULL: 1), scaling its c weights and its term: w_i c_ik, the same bits times 1 */
 static inline void pyopnb_grad_points_at_cells(int level, const double* S, const double* D, double* W,
-                                               const int* at, const double* post, const int* y, ptrdiff_t i0,
-                                               ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+                                               const int* at, const double* post, const int* y, const double* wt,
+                                               ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared,
+                                               double* dz) {
     PYOPNB_ON_PATH(level, pyopnb_grad_cells_on, PYOPNB_GRAD_ARGS);
 }
 
 static inline void pyopnb_grad_points_at_rows(int level, const double* S, const double* D, double* W,
-                                              const ptrdiff_t* at, const double* post, const int* y, ptrdiff_t i0,
-                                              ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+                                              const ptrdiff_t* at, const double* post, const int* y,
+                                              const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h,
+                                              int shared, double* dz) {
     PYOPNB_ON_PATH(level, pyopnb_grad_rows_on, PYOPNB_GRAD_ARGS);
 }
 

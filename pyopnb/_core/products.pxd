@@ -17,10 +17,10 @@ cdef extern from "_core/products.h" nogil:
     void pyopnb_log_products(Py_ssize_t n, double* pr, const double* acc)
     # points i0..i1-1 as evaluation points in one column, on the vector path
     # level: tables read at the grid cells (weights by cell) or at the sorted
-    # rows (weights by point, started fresh)
+    # rows (weights by point, started fresh); wt: each point's weight in the likelihood (NULL: 1)
     void pyopnb_grad_points_at_cells(int level, const double* S, const double* D, double* W, const int* cells,
-                                     const double* post, const int* y, Py_ssize_t i0, Py_ssize_t i1, int K,
-                                     const double* h, bint shared, double* dz)
+                                     const double* post, const int* y, const double* wt, Py_ssize_t i0,
+                                     Py_ssize_t i1, int K, const double* h, bint shared, double* dz)
     void pyopnb_grad_points_at_rows(int level, const double* S, const double* D, double* W,
-                                    const Py_ssize_t* rows, const double* post, const int* y, Py_ssize_t i0,
-                                    Py_ssize_t i1, int K, const double* h, bint shared, double* dz)
+                                    const Py_ssize_t* rows, const double* post, const int* y, const double* wt,
+                                    Py_ssize_t i0, Py_ssize_t i1, int K, const double* h, bint shared, double* dz)

@@ -13,8 +13,8 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _data_or_null, _region_threads, _thread_id
-from pyopnb._core.passes cimport Column, Classes
+from pyopnb._core.common cimport _data_or_null, _thread_id
+from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
@@ -32,21 +32,26 @@ cdef class RGridTables(GridTables):
     cdef double* S_simplep          # [ndim, TK]: f with simple binning (NULL without a gradient)
     cdef double* D_simplep          # [ndim, TK]: its kernel derivative sums
     cdef double* cell_decaysp       # [ndim, cell_decay_len]: each column's decays over its cells
+    cdef object _cell_decays
+    cdef object _D_c                # [ndim, TK]: the kernel derivative sums of the c weights at the grid points
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
         self.bins_simple = gradient
         self.S_lin = np.zeros((ndim, self.TK))
         self.S_simple = np.empty((ndim, self.TK)) if gradient else None
         self.D_simple = np.empty((ndim, self.TK)) if gradient else None
         self._cell_decays = np.empty((ndim, self.cell_decay_len)) if gradient else None
+        self._D_c = np.empty((ndim, self.TK)) if gradient else None
+        self._part_simple = np.empty((ndim, self.nblk, self.TK)) if gradient else None
+        self.part_simplep = _data_or_null(self._part_simple)
         self.S_linp = <double*> cnp.PyArray_DATA(self.S_lin)
         self.S_simplep = _data_or_null(self.S_simple)
         self.D_simplep = _data_or_null(self.D_simple)
         self.cell_decaysp = _data_or_null(self._cell_decays)
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
-        cdef const Classes* P = &self.wk.P
+        cdef const Problem* P = &self.wk.P
         cdef Py_ssize_t TK = self.TK, nblk = self.nblk
         cdef double* decays = &self.cell_decaysp[t * self.cell_decay_len] if sp.sparse else NULL
         # linear binning, densities read at the cells
@@ -71,7 +76,7 @@ cdef class RGridTables(GridTables):
         if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
         cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
-        cdef int K = self.wk.P.K, tid, nthr = _region_threads(self.wk.nthr, n * ndim * self.wk.P.K)
+        cdef int K = self.wk.P.K, tid, nthr = self.nthr
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
             self._post = np.empty((n, K))
@@ -112,9 +117,8 @@ cdef class RGridTables(GridTables):
                         _row_posterior_products(&lf[(B + j) * K], &lf[(3 * B + j) * K], &PI[0], &lpv[0], K,
                                                 y[i0 + j], &pp[(i0 + j) * K], False, &lf[4 * B * K])
             # summed in order, so that the value does not depend on the threads
-            for i in range(n):
-                total = total + tv[i]
-        return total / n, post
+            total = _terms_mean(&tv[0], &self.wk.P)
+        return total, post
 
     cdef void _make_logs(self):
         """logS_lin = log S_lin at each column's cells (its support's occupied cells: all
@@ -198,7 +202,8 @@ cdef class RGridTables(GridTables):
             if arr.size and (arr.min() < 0 or arr.max() >= self.ndim):
                 raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
         cdef Py_ssize_t n = self.n, j, b, i0, m, g
-        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = _region_threads(self.wk.nthr, n * self.ndim * self.wk.P.K)
+        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = self.nthr
+        cdef const Problem* P = &self.wk.P
         cdef int nb = bcols.size, nc = ccols.size
         cdef const double* row
         cdef const double* er
@@ -259,13 +264,14 @@ cdef class RGridTables(GridTables):
                         for k in range(K):
                             s = s + ar[k] * er[k]
                         if s >= 1e-250:  # false for NaN (a row of -inf)
-                            pv[b, c] += (logprior[yi] + av[tid, j * K + yi] + row[yi]
-                                         - (mv[tid, j] + Mv[t, g] + log(s)))
+                            pv[b, c] += _point_weight(P, i0 + j) * (logprior[yi] + av[tid, j * K + yi] + row[yi]
+                                                                    - (mv[tid, j] + Mv[t, g] + log(s)))
                         else:
                             for k in range(K):
                                 rv[tid, k] = av[tid, j * K + k] + row[k]
-                            pv[b, c] += _row_posterior(&rv[tid, 0], &logprior[0], K, yi, NULL)
-        return part.sum(axis=0) / n
+                            pv[b, c] += _point_weight(P, i0 + j) * _row_posterior(&rv[tid, 0], &logprior[0], K, yi,
+                                                                                   NULL)
+        return part.sum(axis=0) / self.wk.P.W
 
     def gradient(self, const double[:, ::1] post):
         """n * dl/dZ [ndim, n] of df_NB_cpp, given the posteriors [n, K].
@@ -279,15 +285,17 @@ cdef class RGridTables(GridTables):
         """
         dZ = self._gradient_out(post, self.S_simple is not None)
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef const Classes* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = _region_threads(self.wk.nthr, n * ndim * P.K), inner = nthr if ndim == 1 else 1
+        cdef const Problem* P = &self.wk.P
+        cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
         cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
         cdef double[:, ::1] dv = dZ
-        cdef double* DW = _data_or_null(self._W)
+        cdef double* D_c = _data_or_null(self._D_c)
         cdef double* Tc = _data_or_null(self._cell_decays)
         cdef Py_ssize_t cell_decay_len = self.cell_decay_len
-        cdef double* PW = _data_or_null(self._part_lin)
-        cdef double* pw
+        # each (column, block)'s c weights, binned whole into the cells: in the memory of the value's
+        # linearly binned weights, spent once its tables are made
+        cdef double* part_c = _data_or_null(self._part_lin)
+        cdef double* pc
         cdef const int* cell_of = &self.cells[0, 0]
         cdef double[::1] lo = self.lo, delta = self.delta
         cdef double* Ts = _data_or_null(self.S_simple)
@@ -303,17 +311,17 @@ cdef class RGridTables(GridTables):
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
-                pw = &PW[it * TK]
-                memset(pw, 0, TK * sizeof(double))
-                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pw, &cell_of[t * n], pp, P.y, i0, i1,
-                                            K, P.h, P.shared, &dv[t, 0])
+                pc = &part_c[it * TK]
+                memset(pc, 0, TK * sizeof(double))
+                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pc, &cell_of[t * n], pp, P.y, P.w,
+                                            i0, i1, K, P.h, P.shared, &dv[t, 0])
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]
-                sp = self._summing_column(t, tid, col, lo[t], delta[t], &PW[t * nblk * TK])
+                sp = self._summing_column(t, tid, col, lo[t], delta[t], &part_c[t * nblk * TK])
                 decays = &Tc[t * cell_decay_len] if sp.sparse else NULL
-                g = GridSum(ker=&P.ker, weights=&PW[t * nblk * TK], S=NULL, D=&DW[t * TK], logs=False,
+                g = GridSum(ker=&P.ker, weights=&part_c[t * nblk * TK], S=NULL, D=&D_c[t * TK], logs=False,
                             anchors_all=False, eval_all=False, decays=decays, have_decays=sp.sparse)
                 _grid_sums(P, col, &sp, &g, inner)
             for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
@@ -322,7 +330,7 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 for i in range(i0, i1):
                     k = P.y[i]
-                    dv[t, i] -= P.wh[k] * DW[t * TK + cell_of[t * n + i] * K + k]
+                    dv[t, i] -= P.wpth[i] * D_c[t * TK + cell_of[t * n + i] * K + k]
         return dZ
 
 
@@ -332,7 +340,7 @@ cdef class RGrid(_GridEvaluator):
 
     cdef GridTables _tables_for(self, Py_ssize_t ndim, bint gradient):
         return RGridTables(ndim, self.y0, self.K, self.h, self.nbin, self.eps, self.beta, gradient,
-                           self.most_threads)
+                           self.most_threads, self.w)
 
     cpdef list subset_values(self, object Zt, list chosen, list candidates):
         """Read off the columns' tables (each column's grid densities do not
@@ -340,5 +348,5 @@ cdef class RGrid(_GridEvaluator):
         cdef GridTables tables = self._tables.get(np.shape(Zt)[0])
         if tables is None or tables.Zt is None or not np.array_equal(tables.Zt, Zt):
             tables = self._updated(Zt, False)
-        tables.wk.nthr = self.threads
+        tables._run_on(self.threads)
         return list(tables.subset_values(chosen, candidates, self.PI))

@@ -252,14 +252,15 @@ def _check_kernel_constants():
 
     R's fk_sum(0.3, 2, 1, x_eval = 0.3) printed 0.5, exact in binary; any change
     to the kernel's constant, even of one ulp, moves these values."""
-    from pyopnb._core import passes as _passes
+    from pyopnb._core import exact as _exact, passes as _passes
     from pyopnb.ksum import DEFAULT_BETA
 
     fx = load("fk_single")
     i = fx["inputs"]
     at_self = fk_sum([i["x"]], [i["omega"]], i["h"], [i["x"]])
-    logf = _passes.log_densities(np.array([[0.0, 1e4]]), np.array([0, 1], dtype=np.int32), 2, np.ones(2),
-                                 _passes.MODE_EXACT, 0, 0.0, DEFAULT_BETA, 1)
+    logf = _passes.log_densities(np.array([[0.0, 1e4]]),
+                                 _exact.ExactScratch(np.array([0, 1], dtype=np.int32), 2, np.ones(2), 0, 0.0,
+                                                     DEFAULT_BETA, 1))
     return [compare("fk_sum at a lone sample point", RECORDED, at_self, [fx["outputs"]["ksum"][1]], 0, 0, "bit for bit"),
             compare("objective's kernel at 0: log f_k(z_i) for a lone point", RECORDED, logf[0, 0], np.log(0.25), 0, 0,
                     "bit for bit"),
