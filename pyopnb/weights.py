@@ -51,7 +51,7 @@ def check_weights(weights: Any, n: int, name: str = "sample_weight") -> Tuple[Op
         raise ValueError(f"{name} must not be negative (row {int(np.flatnonzero(w < 0)[0])})")
     keep = w > 0
     if not keep.any():
-        raise ValueError(f"{name} is 0 for every row: there is nothing to fit")
+        raise ValueError(f"{name} is zero for every row: there is nothing to fit")
     w = np.ascontiguousarray(w[keep])
     if np.all(w == w[0]):
         return None, keep

@@ -255,7 +255,7 @@ def test_bad_weights_are_refused(pima):
     X, y = pima.X_train, pima.y_train
     n = len(y)
     for bad, match in ((np.ones(n - 1), "one weight per row"), (np.r_[-1.0, np.ones(n - 1)], "negative"),
-                       (np.r_[np.nan, np.ones(n - 1)], "NaN"), (np.zeros(n), "0 for every row"),
+                       (np.r_[np.nan, np.ones(n - 1)], "NaN"), (np.zeros(n), "zero for every row"),
                        (["a"] * n, "numbers")):
         with pytest.raises(ValueError, match=match):
             OPNB(X, y, ndim=2, weights=bad)
