@@ -207,6 +207,28 @@ def test_a_value_in_coarse_steps_is_neither_a_kink_nor_the_gradients_fault():
     assert check_gradient(centred.value, centred.gradient, centred.V).ok
 
 
+def test_a_value_curving_within_a_cell_is_judged_at_a_step_short_enough():
+    """The draw that made the tutorial's hypothesis example fail in CI (the
+    paper's objective, binned): V[2, 0] multiplies a column 5e4 in scale, so
+    the base step 6e-6 moves two points across four cells of 0.078, and at
+    s / 1000 the value still curves within the step. The central differences
+    go on to shorter steps, whose rounding is still far within rtol's share
+    of the bound: the gradient passes there, and one 1% or 0.1% off does
+    not."""
+    X = np.array([[0.0, 0.0, 0.0], [52.158749283143884, 0.0, 52158.74928314388], [0.0, 0.0, 0.0],
+                  [0.0, 0.0, 52158.74928314388]])
+    p = OPNBProblem(np.array([[-0.9995857864376269], [0.0008284271247461903], [0.00024264068711928567]]), X,
+                    np.arange(4), np.full(4, 0.25), np.array([1.0, 1.6487212707001282, 0.15635218406904064, 1.0]),
+                    "correct", 668)
+    check = check_gradient(p.value, p.gradient, p.V)
+    step = float(check.probes[2].how.rsplit(" ", 1)[1])
+    assert check.ok and check.probes[2].how.startswith("central difference") and step < 6.06e-6 / 1000
+    for factor in (1.01, 0.99, 1.001):
+        wrong = np.array([[1.0], [1.0], [factor]])
+        with pytest.raises(AssertionError, match=r"V\[2, 0\]"):
+            check_gradient(p.value, lambda V, wrong=wrong: wrong * p.gradient(V), p.V)
+
+
 def test_a_kink_a_step_from_V_neither_hides_a_wrong_gradient_nor_fails_a_right_one():
     """A drawn problem (journal, binned) whose grid moves a tied block of
     20 rows onto a bin edge 6e-8 from V along V[2, 0]: the one-sided slopes
