@@ -18,6 +18,7 @@ instance to :class:`Evaluator`.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -55,9 +56,10 @@ class Problem:
     def K(self) -> int:
         return self.PI.size
 
-    @property
+    @functools.cached_property
     def W(self) -> float:
-        """The points' total weight, correctly rounded (math.fsum): n without weights."""
+        """The points' total weight, correctly rounded (math.fsum): n without
+        weights. Summed once: every gradient divides by it."""
         return float(self.X.shape[0]) if self.w is None else math.fsum(self.w)
 
 

@@ -463,7 +463,8 @@ cdef class _ColumnPasses(CoreEvaluator):
 
     cpdef tuple evaluate(self, object Zt, bint gradient):
         pr, acc = class_products(Zt, self.scratch)
-        value, post = product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI, self.scratch.w)
+        value, post = product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI, self.scratch.w,
+                                         self.scratch.P.W)
         if not gradient:
             return float(value), None
         return float(value), log_density_gradient(Zt, post, self.scratch)
@@ -490,7 +491,7 @@ cdef class _ColumnPasses(CoreEvaluator):
         for j in candidates:
             pr, acc = self._products(np.ascontiguousarray(Za[[j]]), state)
             values.append(float(product_posteriors(pr, acc, self.y0, self.PI, self.threads, self.value_PI,
-                                                   self.scratch.w)[0]))
+                                                   self.scratch.w, self.scratch.P.W)[0]))
         return values
 
     cdef tuple _products(self, Zt, tuple init):

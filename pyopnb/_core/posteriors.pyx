@@ -14,14 +14,15 @@ from pyopnb._core.common cimport _region_threads, _thread_id
 
 
 def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const int[::1] y,
-                       const double[::1] PI, int num_threads, value_PI=None, w=None):
+                       const double[::1] PI, int num_threads, value_PI=None, w=None, W=None):
     """(mean log-likelihood, posteriors [n, K]) from class densities kept as
     running products (pr, acc [n, K], f_ik = pr_ik exp(acc_ik):
     pyopnb_products_n'), one pass per row (_row_posterior_products).
 
     l = mean_i log(PI_{y_i} f_{i, y_i} / sum_k PI_k f_ik); posteriors
     PI_k f_ik / sum_j PI_j f_ij; with weights ``w`` [n], l =
-    sum_i w_i log(...) / sum_i w_i. A row whose own class has density 0 gives
+    sum_i w_i log(...) / W, W = sum_i w_i correctly rounded (given by a
+    caller that keeps it, else summed here). A row whose own class has density 0 gives
     -inf; one whose classes all have density 0 gives a NaN term and NaN
     posteriors (0 / 0), as the formula does. ``value_PI``: l with
     these priors instead (R's exact value, whose priors are squared), the
@@ -41,13 +42,13 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
     cdef bint apart = value_PI is not None
     cdef const double[::1] wv
     cdef bint weighted = w is not None
-    cdef double W = <double> n
+    cdef double Wt = <double> n
     if weighted:
         wv = np.ascontiguousarray(w, dtype=np.float64)
         if wv.shape[0] != n:
             raise ValueError(f"w must have {n} entries, got {wv.shape[0]}")
         # correctly rounded, as the evaluations' (ColumnScratch.W)
-        W = math.fsum(w)
+        Wt = math.fsum(w) if W is None else W
     # the priors' logs for rows whose products closed, the C library's log
     lp = np.empty((2, K))
     cdef double[:, ::1] lpv = lp
@@ -76,7 +77,7 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
         else:
             for i in range(n):
                 total = total + tv[i]
-    return total / W, post
+    return total / Wt, post
 
 
 def posteriors(const double[:, ::1] logjoint, int num_threads):
