@@ -74,8 +74,10 @@ _STEP = float(np.cbrt(_EPS))
 _INFORMATIVE = 1e6
 # how far from zero, in spreads, problems() lets a column and the projected points lie
 _OFFSET = 10.0
-# the shortest central step is s / 10^this (past s / 1000, only while its rounding is within rtol's term)
+# the shortest central step is s / 10^this; past s / 1000, only while its rounding bound is within this
+# share of the gradient's scale (or rtol's, if larger)
 _SHORTEST = 9
+_FINE = 1e-3
 # how a probe says its one-sided slopes moved with the step (rounding in steps, not a kink)
 _STEPS = "slopes that change with the step"
 
@@ -335,11 +337,12 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
     A probe that does not agree is differenced again: centrally at the step
     t = s / 10, then s / 100, s / 1000 and on by factors of ten, for as
     long as the difference still changes with the step by more than its
-    bound (bound 10 eta / t) and, past s / 1000, that bound stays within
-    ``rtol * scale`` (down to s / 10^9), for a value that curves on a
-    shorter scale than s (a binned value where V's entry multiplies a
-    column of large scale, and a small step moves the points across a
-    grid's cells); and one-sided,
+    bound (bound 10 eta / t) and, past s / 1000, that bound stays within a
+    thousandth of the scale, or ``rtol * scale`` if larger (down to
+    s / 10^9), for a value that curves on a shorter scale than s (a binned
+    value where V's entry multiplies a column of large scale, and a small
+    step moves the points across a grid's cells, or with a kink just past
+    s / 1000); and one-sided,
     forward and backward, at s (each extrapolated from steps s and s / 2,
     whose error is of order s^2; bound 100 eta / s), for a value with a
     kink within the step (a binned value, whose weights change slope where
@@ -461,10 +464,11 @@ def check_gradient(value: Callable[[np.ndarray], float], gradient: Callable[[np.
             previous = c[0]
             for k in range(1, _SHORTEST + 1):
                 t = s / 10.0 ** k
-                # past s / 1000 only while the difference's rounding stays within the relative term: there a
-                # step is still as sharp a judge as the first (a 1% error shows), on a value that curves on the
-                # scale of a grid's cell where a column's scale makes V's entry move the points across cells
-                if k > 3 and 10 * eta / t > rtol * scale:
+                # past s / 1000 only while the difference's rounding stays within a thousandth of the scale
+                # (or rtol's share, if larger), where a 1% error still shows: for a binned value that curves
+                # within a cell (a column of large scale moves the points across cells) or has a kink just
+                # past s / 1000
+                if k > 3 and 10 * eta / t > max(rtol, _FINE) * scale:
                     break
                 num, rnd = d.central(t)
                 tries.append((num, rnd, f"central difference, step {t:.3g}"))
