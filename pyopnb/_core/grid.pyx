@@ -29,8 +29,7 @@ from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
-from pyopnb._core.products cimport (pyopnb_block_products, pyopnb_copy_row, pyopnb_grad_points_at_cells,
-                                    pyopnb_log_products)
+from pyopnb._core.products cimport pyopnb_block_products, pyopnb_copy_row, pyopnb_log_products
 
 cnp.import_array()
 

@@ -15,12 +15,24 @@ cdef extern from "_core/products.h" nogil:
                               double* pr, double* acc, bint fresh, Py_ssize_t i0, Py_ssize_t i1)
     # the products' logs
     void pyopnb_log_products(Py_ssize_t n, double* pr, const double* acc)
+    # the points' side of one column's gradient terms: posteriors [i K],
+    # classes, weights (wt NULL: 1), bandwidths (shared: one)
+    ctypedef struct pyopnb_grad_points:
+        const double* post
+        const int* y
+        const double* wt
+        const double* h
+        int K
+        bint shared
+    # the tables the points are read at (S, D [rows, K]) and the c weights W they add into
+    ctypedef struct pyopnb_grad_tables:
+        const double* S
+        const double* D
+        double* W
     # points i0..i1-1 as evaluation points in one column, on the vector path
     # level: tables read at the grid cells (weights by cell) or at the sorted
-    # rows (weights by point, started fresh); wt: each point's weight in the likelihood (NULL: 1)
-    void pyopnb_grad_points_at_cells(int level, const double* S, const double* D, double* W, const int* cells,
-                                     const double* post, const int* y, const double* wt, Py_ssize_t i0,
-                                     Py_ssize_t i1, int K, const double* h, bint shared, double* dz)
-    void pyopnb_grad_points_at_rows(int level, const double* S, const double* D, double* W,
-                                    const Py_ssize_t* rows, const double* post, const int* y, const double* wt,
-                                    Py_ssize_t i0, Py_ssize_t i1, int K, const double* h, bint shared, double* dz)
+    # rows (weights by point, started fresh)
+    void pyopnb_grad_points_at_cells(int level, const pyopnb_grad_tables* T, const int* cells,
+                                     const pyopnb_grad_points* P, Py_ssize_t i0, Py_ssize_t i1, double* dz)
+    void pyopnb_grad_points_at_rows(int level, const pyopnb_grad_tables* T, const Py_ssize_t* rows,
+                                    const pyopnb_grad_points* P, Py_ssize_t i0, Py_ssize_t i1, double* dz)

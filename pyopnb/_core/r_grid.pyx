@@ -16,7 +16,8 @@ from libc.string cimport memset
 from pyopnb._core.common cimport _data_or_null, _thread_id
 from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
-from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
+from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
+                                   pyopnb_log_products)
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
                                 _column_pointers, _grid_sums, _reduce_blocks)
 
@@ -305,7 +306,9 @@ cdef class RGridTables(GridTables):
         cdef Support sp
         cdef GridSum g
         cdef double* decays
-        cdef const double* pp = &post[0, 0]
+        cdef pyopnb_grad_points pts = pyopnb_grad_points(post=&post[0, 0], y=P.y, wt=P.w, h=P.h, K=K,
+                                                         shared=P.shared)
+        cdef pyopnb_grad_tables T
         with nogil:
             for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
@@ -313,8 +316,8 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 pc = &part_c[it * TK]
                 memset(pc, 0, TK * sizeof(double))
-                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pc, &cell_of[t * n], pp, P.y, P.w,
-                                            i0, i1, K, P.h, P.shared, &dv[t, 0])
+                T = pyopnb_grad_tables(S=&Ts[t * TK], D=&Td[t * TK], W=pc)
+                pyopnb_grad_points_at_cells(P.simd, &T, &cell_of[t * n], &pts, i0, i1, &dv[t, 0])
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
