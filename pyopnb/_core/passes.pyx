@@ -26,7 +26,8 @@ from pyopnb._core.common cimport _MAX_ORDER, _region_threads
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 from pyopnb._ksum cimport Anchors, EvalRows, _make_kernel, _sums_on_anchors, _tables_alloc, _tables_free
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_rows, pyopnb_grad_tables,
-                                   pyopnb_log_products, pyopnb_rows_products)
+                                   pyopnb_log_products, pyopnb_rows_products, pyopnb_running,
+                                   pyopnb_tables_at_rows)
 from pyopnb._core.sort cimport SortMemo
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.simd cimport simd_path
@@ -108,13 +109,14 @@ cdef int _multiply_columns(const Problem* P, Column* cols, int w, double* pr, do
     for c in range(w):
         base[c] = cols[c].S
         idx[c] = cols[c].row
+    cdef pyopnb_tables_at_rows T = pyopnb_tables_at_rows(base=base, idx=idx, nrow=w, K=P.K)
+    cdef pyopnb_running out = pyopnb_running(pr=pr, acc=acc)
     nthr = _region_threads(nthr, n * P.K * w)
     if nthr == 1:
-        pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, 0, n)
+        pyopnb_rows_products(P.simd, &T, out, fresh, 0, n)
     else:
         for b in prange(_parts(n), num_threads=nthr, schedule='dynamic'):
-            pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, b * PART_ROWS,
-                                 min(n, (b + 1) * PART_ROWS))
+            pyopnb_rows_products(P.simd, &T, out, fresh, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
     free(base); free(idx)
     return 0
 

@@ -57,15 +57,33 @@ static inline __m128d pyopnb_pair_at(const double* row, int k, int two, double p
     return two ? _mm_loadu_pd(row + k) : _mm_set_pd(pad, row[k]);
 }
 
-/* Running products continued through rows of densities, one per column, in
- * order: the one routine that multiplies densities over columns. Column r's
- * densities are a table base[r] read at row idx[r][i] (K entries): a
- * column's sums at its sorted points (passes.pyx) or its grid tables at the
- * points' cells (grid.pyx). NS independent products at once, so that their
- * chains of dependent multiplications overlap: product j reads the tables
- * base[j * base_step + r] at point i + j * point_step, into pr[j], acc[j]
- * [K] (two tables at one point: base_step = nrow, point_step = 0; two
- * points: 0 and 1). Two classes at a time, a pair's product stays in a
+/* The density tables that running products go through, one per column:
+ * column r's table base[r] read at row idx[r][i] (K entries), nrow columns.
+ * A column's sums at its sorted points (I = ptrdiff_t, passes.pyx) or its
+ * grid tables at the points' cells (I = int, grid.pyx). */
+template <class I>
+struct pyopnb_tables_at {
+    const double* const* base;
+    const I* const* idx;
+    int nrow;
+    int K;
+};
+typedef pyopnb_tables_at<int> pyopnb_tables_at_cells;
+typedef pyopnb_tables_at<ptrdiff_t> pyopnb_tables_at_rows;
+
+/* Points' running products [n, K]: pr the products, acc the logs of those
+ * closed (see above) */
+typedef struct {
+    double* pr;
+    double* acc;
+} pyopnb_running;
+
+/* Running products continued through the tables T, in column order: the
+ * one routine that multiplies densities over columns. NS independent
+ * products at once, so that their chains of dependent multiplications
+ * overlap: product j reads the tables T->base[j * base_step + r] at point
+ * i + j * point_step, into pr[j], acc[j] [K] (two tables at one point:
+ * base_step = nrow, point_step = 0; two points: 0 and 1). Two classes at a time, a pair's product stays in a
  * register through the columns (kept in memory it was stored and reloaded
  * at every column) and is first multiplied straight through, with one test
  * at the end that every partial product stayed in range: the in-range step
@@ -76,9 +94,11 @@ static inline __m128d pyopnb_pair_at(const double* row, int k, int two, double p
  * acc = 0) and pr, acc are only written: read back as a pair, two scalar
  * stores just made would stall the load. */
 template <int NS, bool FRESH, class I>
-static inline void pyopnb_products_n(const double* const* base, const I* const* idx, int nrow, int K,
-                                     ptrdiff_t i, int base_step, int point_step, double* const* pr,
-                                     double* const* acc) {
+static inline void pyopnb_products_n(const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step,
+                                     double* const* pr, double* const* acc) {
+    const double* const* base = T->base;
+    const I* const* idx = T->idx;
+    const int nrow = T->nrow, K = T->K;
     const __m128d lo = _mm_set1_pd(PYOPNB_PROD_LO), hi = _mm_set1_pd(PYOPNB_PROD_HI);
 #define PYOPNB_ROW(j, r) (base[(j) * base_step + (r)] + (ptrdiff_t)idx[r][i + (j) * point_step] * K)
     for (int k = 0; k < K; k += 2) {
@@ -120,8 +140,11 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
  * lanes do: the same numbers. */
 template <int NS, bool FRESH, class I>
 __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
-        const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i, int base_step,
-        int point_step, double* const* pr, double* const* acc) {
+        const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step, double* const* pr,
+        double* const* acc) {
+    const double* const* base = T->base;
+    const I* const* idx = T->idx;
+    const int nrow = T->nrow, K = T->K;
     const __m256d lo = _mm256_set1_pd(PYOPNB_PROD_LO), hi = _mm256_set1_pd(PYOPNB_PROD_HI);
     const __m256d one = _mm256_set1_pd(1.0);
 #define PYOPNB_ROW(j, r) (base[(j) * base_step + (r)] + (ptrdiff_t)idx[r][i + (j) * point_step] * K)
@@ -166,15 +189,15 @@ __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
  * below are compiled once for each path) */
 template <bool AVX2, int NS, bool FRESH, class I>
 static inline __attribute__((always_inline)) void pyopnb_products_on(
-        const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i, int base_step,
-        int point_step, double* const* pr, double* const* acc) {
+        const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step, double* const* pr,
+        double* const* acc) {
 #if PYOPNB_DISPATCH
     if (AVX2) {
-        pyopnb_products_n_avx2<NS, FRESH, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+        pyopnb_products_n_avx2<NS, FRESH, I>(T, i, base_step, point_step, pr, acc);
         return;
     }
 #endif
-    pyopnb_products_n<NS, FRESH, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+    pyopnb_products_n<NS, FRESH, I>(T, i, base_step, point_step, pr, acc);
 }
 
 /* The drivers run their loop over the points inside the vector path's own
@@ -193,58 +216,56 @@ static inline __attribute__((always_inline)) void pyopnb_products_on(
 #endif
 
 /* Grid tables: the m points i0.. of a block, started empty, each into its
- * rows of pr1, acc1 (and of pr2, acc2 where nset = 2) [m, K], the tables
- * read at the points' cells (base_step: the second set's offset in base) */
+ * rows of out[0] (and of out[1] where nset = 2) [m, K], the tables T read
+ * at the points' cells (base_step: the second set's offset in T->base) */
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_block_products_on(
-        const double* const* base, const int* const* idx, int nrow, int K, ptrdiff_t i0, ptrdiff_t m, int nset,
-        int base_step, double* pr1, double* pr2, double* acc1, double* acc2) {
+        const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step,
+        const pyopnb_running* out) {
+    const int K = T->K;
     for (ptrdiff_t j = 0; j < m; ++j) {
-        double* pr[2] = {pr1 + j * K, nset == 2 ? pr2 + j * K : NULL};
-        double* ac[2] = {acc1 + j * K, nset == 2 ? acc2 + j * K : NULL};
+        double* pr[2] = {out[0].pr + j * K, nset == 2 ? out[1].pr + j * K : NULL};
+        double* ac[2] = {out[0].acc + j * K, nset == 2 ? out[1].acc + j * K : NULL};
         if (nset == 2)
-            pyopnb_products_on<AVX2, 2, true, int>(base, idx, nrow, K, i0 + j, base_step, 0, pr, ac);
+            pyopnb_products_on<AVX2, 2, true, int>(T, i0 + j, base_step, 0, pr, ac);
         else
-            pyopnb_products_on<AVX2, 1, true, int>(base, idx, nrow, K, i0 + j, base_step, 0, pr, ac);
+            pyopnb_products_on<AVX2, 1, true, int>(T, i0 + j, base_step, 0, pr, ac);
     }
 }
-#define PYOPNB_BLOCK_PARAMS (const double* const* base, const int* const* idx, int nrow, int K, ptrdiff_t i0, \
-                             ptrdiff_t m, int nset, int base_step, double* pr1, double* pr2, double* acc1, \
-                             double* acc2)
-#define PYOPNB_BLOCK_ARGS (base, idx, nrow, K, i0, m, nset, base_step, pr1, pr2, acc1, acc2)
+#define PYOPNB_BLOCK_PARAMS (const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step, \
+                             const pyopnb_running* out)
+#define PYOPNB_BLOCK_ARGS (T, i0, m, nset, base_step, out)
 PYOPNB_AVX2_FN(pyopnb_block_products_on, PYOPNB_BLOCK_PARAMS, PYOPNB_BLOCK_ARGS)
-static inline void pyopnb_block_products(int level, const double* const* base, const int* const* idx, int nrow,
-                                         int K, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step, double* pr1,
-                                         double* pr2, double* acc1, double* acc2) {
+static inline void pyopnb_block_products(int level, const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m,
+                                         int nset, int base_step, const pyopnb_running* out) {
     PYOPNB_ON_PATH(level, pyopnb_block_products_on, PYOPNB_BLOCK_ARGS);
 }
 
-/* Columns' sums at the points' sorted rows: points i0..i1-1 continued (or
- * started empty, fresh) into pr, acc [n, K], two points at a time (their
+/* Columns' sums at the points' sorted rows (T): points i0..i1-1 continued
+ * (or started empty, fresh) into out [n, K], two points at a time (their
  * chains overlap) */
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_rows_products_on(
-        const double* const* base, const ptrdiff_t* const* idx, int nrow, int K, double* pr, double* acc,
-        int fresh, ptrdiff_t i0, ptrdiff_t i1) {
+        const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, ptrdiff_t i1) {
+    const int K = T->K;
     for (ptrdiff_t i = i0; i < i1; i += 2) {
-        double* p[2] = {pr + i * K, pr + (i + 1) * K};
-        double* a[2] = {acc + i * K, acc + (i + 1) * K};
+        double* p[2] = {out.pr + i * K, out.pr + (i + 1) * K};
+        double* a[2] = {out.acc + i * K, out.acc + (i + 1) * K};
         if (i + 1 < i1) {
-            if (fresh) pyopnb_products_on<AVX2, 2, true, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
-            else pyopnb_products_on<AVX2, 2, false, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+            if (fresh) pyopnb_products_on<AVX2, 2, true, ptrdiff_t>(T, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 2, false, ptrdiff_t>(T, i, 0, 1, p, a);
         } else {
-            if (fresh) pyopnb_products_on<AVX2, 1, true, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
-            else pyopnb_products_on<AVX2, 1, false, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+            if (fresh) pyopnb_products_on<AVX2, 1, true, ptrdiff_t>(T, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 1, false, ptrdiff_t>(T, i, 0, 1, p, a);
         }
     }
 }
-#define PYOPNB_ROWS_PARAMS (const double* const* base, const ptrdiff_t* const* idx, int nrow, int K, double* pr, \
-                            double* acc, int fresh, ptrdiff_t i0, ptrdiff_t i1)
-#define PYOPNB_ROWS_ARGS (base, idx, nrow, K, pr, acc, fresh, i0, i1)
+#define PYOPNB_ROWS_PARAMS (const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, \
+                            ptrdiff_t i1)
+#define PYOPNB_ROWS_ARGS (T, out, fresh, i0, i1)
 PYOPNB_AVX2_FN(pyopnb_rows_products_on, PYOPNB_ROWS_PARAMS, PYOPNB_ROWS_ARGS)
-static inline void pyopnb_rows_products(int level, const double* const* base, const ptrdiff_t* const* idx,
-                                        int nrow, int K, double* pr, double* acc, int fresh, ptrdiff_t i0,
-                                        ptrdiff_t i1) {
+static inline void pyopnb_rows_products(int level, const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh,
+                                        ptrdiff_t i0, ptrdiff_t i1) {
     PYOPNB_ON_PATH(level, pyopnb_rows_products_on, PYOPNB_ROWS_ARGS);
 }
 
