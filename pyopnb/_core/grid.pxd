@@ -3,6 +3,7 @@
 from pyopnb._ksum cimport Kernel
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch
 from pyopnb._core.evaluator cimport CoreEvaluator
+from pyopnb._core.products cimport pyopnb_running
 
 
 cdef struct Support:
@@ -39,8 +40,8 @@ cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, 
                              const Py_ssize_t[::1] cols)
 
 
-cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0,
-                          Py_ssize_t m, double* pr1, double* pr2, double* acc1, double* acc2) noexcept nogil
+cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int K, Py_ssize_t i0, Py_ssize_t m,
+                          pyopnb_running first, pyopnb_running second) noexcept nogil
 
 
 cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept nogil

@@ -29,8 +29,8 @@ from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
-from pyopnb._core.products cimport (pyopnb_block_products, pyopnb_copy_row, pyopnb_grad_points_at_cells,
-                                    pyopnb_log_products)
+from pyopnb._core.products cimport (pyopnb_block_products, pyopnb_copy_row, pyopnb_log_products, pyopnb_running,
+                                    pyopnb_tables_at_cells)
 
 cnp.import_array()
 
@@ -55,15 +55,19 @@ cdef object _column_pointers(const double* T1, const double* T2, Py_ssize_t TK, 
     return out
 
 
-cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int nset, int K, Py_ssize_t i0,
-                          Py_ssize_t m, double* pr1, double* pr2, double* acc1, double* acc2) noexcept nogil:
-    """pr1, acc1 (and pr2, acc2 where nset = 2) [m, K]: for the points
-    i0..i0+m-1, the product over the columns (in order) of their density
-    tables at the points' cells (ptrs: _column_pointers'), kept as
-    pyopnb_products_n keeps them, as passes.pyx's class_products; two tables
-    at once where nset = 2; level: the vector path."""
-    pyopnb_block_products(level, <const double* const*> &ptrs[0, 0], <const int* const*> &ptrs[2, 0], ncol, K,
-                          i0, m, nset, <int> ptrs.shape[1], pr1, pr2, acc1, acc2)
+cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, int K, Py_ssize_t i0, Py_ssize_t m,
+                          pyopnb_running first, pyopnb_running second) noexcept nogil:
+    """first [m, K] (and second, where its pr is not NULL: the second
+    tables, T2): for the points i0..i0+m-1, the product over the columns (in
+    order) of their density tables at the points' cells (ptrs:
+    _column_pointers'), kept as pyopnb_products_n keeps them, as passes.pyx's
+    class_products; level: the vector path."""
+    cdef pyopnb_tables_at_cells T = pyopnb_tables_at_cells(base=<const double* const*> &ptrs[0, 0],
+                                                           idx=<const int* const*> &ptrs[2, 0], nrow=ncol, K=K)
+    cdef pyopnb_running out[2]
+    out[0] = first
+    out[1] = second
+    pyopnb_block_products(level, &T, i0, m, 2 if second.pr != NULL else 1, <int> ptrs.shape[1], out)
 
 
 cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:

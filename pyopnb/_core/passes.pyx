@@ -25,7 +25,9 @@ from libc.string cimport memcmp, memcpy, memset
 from pyopnb._core.common cimport _MAX_ORDER, _region_threads
 from pyopnb._core.scratch cimport scratch_alloc, scratch_free
 from pyopnb._ksum cimport Anchors, EvalRows, _make_kernel, _sums_on_anchors, _tables_alloc, _tables_free
-from pyopnb._core.products cimport pyopnb_grad_points_at_rows, pyopnb_log_products, pyopnb_rows_products
+from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_rows, pyopnb_grad_tables,
+                                   pyopnb_log_products, pyopnb_rows_products, pyopnb_running,
+                                   pyopnb_tables_at_rows)
 from pyopnb._core.sort cimport SortMemo
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.simd cimport simd_path
@@ -107,13 +109,14 @@ cdef int _multiply_columns(const Problem* P, Column* cols, int w, double* pr, do
     for c in range(w):
         base[c] = cols[c].S
         idx[c] = cols[c].row
+    cdef pyopnb_tables_at_rows T = pyopnb_tables_at_rows(base=base, idx=idx, nrow=w, K=P.K)
+    cdef pyopnb_running out = pyopnb_running(pr=pr, acc=acc)
     nthr = _region_threads(nthr, n * P.K * w)
     if nthr == 1:
-        pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, 0, n)
+        pyopnb_rows_products(P.simd, &T, out, fresh, 0, n)
     else:
         for b in prange(_parts(n), num_threads=nthr, schedule='dynamic'):
-            pyopnb_rows_products(P.simd, base, idx, w, P.K, pr, acc, fresh, b * PART_ROWS,
-                                 min(n, (b + 1) * PART_ROWS))
+            pyopnb_rows_products(P.simd, &T, out, fresh, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
     free(base); free(idx)
     return 0
 
@@ -139,22 +142,22 @@ cdef void _point_terms(const Problem* P, Column* cols, int w, double* gz0, const
     term this weight meets is 0."""
     cdef Py_ssize_t n = P.n
     cdef Py_ssize_t b
+    cdef pyopnb_grad_points pts = pyopnb_grad_points(post=post, y=P.y, wt=P.w, h=P.h, K=P.K, shared=P.shared)
     nthr = _region_threads(nthr, n * P.K * w)
     if nthr == 1:
-        _point_rows(P, cols, w, gz0, post, 0, n)
+        _point_rows(P, cols, w, gz0, &pts, 0, n)
         return
     for b in prange(_parts(n), num_threads=nthr, schedule='dynamic'):
-        _point_rows(P, cols, w, gz0, post, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
+        _point_rows(P, cols, w, gz0, &pts, b * PART_ROWS, min(n, (b + 1) * PART_ROWS))
 
 
-cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const double* post,
+cdef inline void _point_rows(const Problem* P, Column* cols, int w, double* gz0, const pyopnb_grad_points* pts,
                              Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
     cdef int c
-    cdef Column* col
+    cdef pyopnb_grad_tables T
     for c in range(w):
-        col = &cols[c]
-        pyopnb_grad_points_at_rows(P.simd, col.S, col.D, col.Wpts, col.row, post, P.y, P.w, i0, i1, P.K, P.h,
-                                   P.shared, &gz0[c * P.n])
+        T = pyopnb_grad_tables(S=cols[c].S, D=cols[c].D, W=cols[c].Wpts)
+        pyopnb_grad_points_at_rows(P.simd, &T, cols[c].row, pts, i0, i1, &gz0[c * P.n])
 
 
 cdef class ColumnScratch:

@@ -57,15 +57,33 @@ static inline __m128d pyopnb_pair_at(const double* row, int k, int two, double p
     return two ? _mm_loadu_pd(row + k) : _mm_set_pd(pad, row[k]);
 }
 
-/* Running products continued through rows of densities, one per column, in
- * order: the one routine that multiplies densities over columns. Column r's
- * densities are a table base[r] read at row idx[r][i] (K entries): a
- * column's sums at its sorted points (passes.pyx) or its grid tables at the
- * points' cells (grid.pyx). NS independent products at once, so that their
- * chains of dependent multiplications overlap: product j reads the tables
- * base[j * base_step + r] at point i + j * point_step, into pr[j], acc[j]
- * [K] (two tables at one point: base_step = nrow, point_step = 0; two
- * points: 0 and 1). Two classes at a time, a pair's product stays in a
+/* The density tables that running products go through, one per column:
+ * column r's table base[r] read at row idx[r][i] (K entries), nrow columns.
+ * A column's sums at its sorted points (I = ptrdiff_t, passes.pyx) or its
+ * grid tables at the points' cells (I = int, grid.pyx). */
+template <class I>
+struct pyopnb_tables_at {
+    const double* const* base;
+    const I* const* idx;
+    int nrow;
+    int K;
+};
+typedef pyopnb_tables_at<int> pyopnb_tables_at_cells;
+typedef pyopnb_tables_at<ptrdiff_t> pyopnb_tables_at_rows;
+
+/* Points' running products [n, K]: pr the products, acc the logs of those
+ * closed (see above) */
+typedef struct {
+    double* pr;
+    double* acc;
+} pyopnb_running;
+
+/* Running products continued through the tables T, in column order: the
+ * one routine that multiplies densities over columns. NS independent
+ * products at once, so that their chains of dependent multiplications
+ * overlap: product j reads the tables T->base[j * base_step + r] at point
+ * i + j * point_step, into pr[j], acc[j] [K] (two tables at one point:
+ * base_step = nrow, point_step = 0; two points: 0 and 1). Two classes at a time, a pair's product stays in a
  * register through the columns (kept in memory it was stored and reloaded
  * at every column) and is first multiplied straight through, with one test
  * at the end that every partial product stayed in range: the in-range step
@@ -76,9 +94,11 @@ static inline __m128d pyopnb_pair_at(const double* row, int k, int two, double p
  * acc = 0) and pr, acc are only written: read back as a pair, two scalar
  * stores just made would stall the load. */
 template <int NS, bool FRESH, class I>
-static inline void pyopnb_products_n(const double* const* base, const I* const* idx, int nrow, int K,
-                                     ptrdiff_t i, int base_step, int point_step, double* const* pr,
-                                     double* const* acc) {
+static inline void pyopnb_products_n(const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step,
+                                     double* const* pr, double* const* acc) {
+    const double* const* base = T->base;
+    const I* const* idx = T->idx;
+    const int nrow = T->nrow, K = T->K;
     const __m128d lo = _mm_set1_pd(PYOPNB_PROD_LO), hi = _mm_set1_pd(PYOPNB_PROD_HI);
 #define PYOPNB_ROW(j, r) (base[(j) * base_step + (r)] + (ptrdiff_t)idx[r][i + (j) * point_step] * K)
     for (int k = 0; k < K; k += 2) {
@@ -120,8 +140,11 @@ static inline void pyopnb_products_n(const double* const* base, const I* const* 
  * lanes do: the same numbers. */
 template <int NS, bool FRESH, class I>
 __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
-        const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i, int base_step,
-        int point_step, double* const* pr, double* const* acc) {
+        const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step, double* const* pr,
+        double* const* acc) {
+    const double* const* base = T->base;
+    const I* const* idx = T->idx;
+    const int nrow = T->nrow, K = T->K;
     const __m256d lo = _mm256_set1_pd(PYOPNB_PROD_LO), hi = _mm256_set1_pd(PYOPNB_PROD_HI);
     const __m256d one = _mm256_set1_pd(1.0);
 #define PYOPNB_ROW(j, r) (base[(j) * base_step + (r)] + (ptrdiff_t)idx[r][i + (j) * point_step] * K)
@@ -166,15 +189,15 @@ __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
  * below are compiled once for each path) */
 template <bool AVX2, int NS, bool FRESH, class I>
 static inline __attribute__((always_inline)) void pyopnb_products_on(
-        const double* const* base, const I* const* idx, int nrow, int K, ptrdiff_t i, int base_step,
-        int point_step, double* const* pr, double* const* acc) {
+        const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step, double* const* pr,
+        double* const* acc) {
 #if PYOPNB_DISPATCH
     if (AVX2) {
-        pyopnb_products_n_avx2<NS, FRESH, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+        pyopnb_products_n_avx2<NS, FRESH, I>(T, i, base_step, point_step, pr, acc);
         return;
     }
 #endif
-    pyopnb_products_n<NS, FRESH, I>(base, idx, nrow, K, i, base_step, point_step, pr, acc);
+    pyopnb_products_n<NS, FRESH, I>(T, i, base_step, point_step, pr, acc);
 }
 
 /* The drivers run their loop over the points inside the vector path's own
@@ -193,58 +216,56 @@ static inline __attribute__((always_inline)) void pyopnb_products_on(
 #endif
 
 /* Grid tables: the m points i0.. of a block, started empty, each into its
- * rows of pr1, acc1 (and of pr2, acc2 where nset = 2) [m, K], the tables
- * read at the points' cells (base_step: the second set's offset in base) */
+ * rows of out[0] (and of out[1] where nset = 2) [m, K], the tables T read
+ * at the points' cells (base_step: the second set's offset in T->base) */
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_block_products_on(
-        const double* const* base, const int* const* idx, int nrow, int K, ptrdiff_t i0, ptrdiff_t m, int nset,
-        int base_step, double* pr1, double* pr2, double* acc1, double* acc2) {
+        const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step,
+        const pyopnb_running* out) {
+    const int K = T->K;
     for (ptrdiff_t j = 0; j < m; ++j) {
-        double* pr[2] = {pr1 + j * K, nset == 2 ? pr2 + j * K : NULL};
-        double* ac[2] = {acc1 + j * K, nset == 2 ? acc2 + j * K : NULL};
+        double* pr[2] = {out[0].pr + j * K, nset == 2 ? out[1].pr + j * K : NULL};
+        double* ac[2] = {out[0].acc + j * K, nset == 2 ? out[1].acc + j * K : NULL};
         if (nset == 2)
-            pyopnb_products_on<AVX2, 2, true, int>(base, idx, nrow, K, i0 + j, base_step, 0, pr, ac);
+            pyopnb_products_on<AVX2, 2, true, int>(T, i0 + j, base_step, 0, pr, ac);
         else
-            pyopnb_products_on<AVX2, 1, true, int>(base, idx, nrow, K, i0 + j, base_step, 0, pr, ac);
+            pyopnb_products_on<AVX2, 1, true, int>(T, i0 + j, base_step, 0, pr, ac);
     }
 }
-#define PYOPNB_BLOCK_PARAMS (const double* const* base, const int* const* idx, int nrow, int K, ptrdiff_t i0, \
-                             ptrdiff_t m, int nset, int base_step, double* pr1, double* pr2, double* acc1, \
-                             double* acc2)
-#define PYOPNB_BLOCK_ARGS (base, idx, nrow, K, i0, m, nset, base_step, pr1, pr2, acc1, acc2)
+#define PYOPNB_BLOCK_PARAMS (const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step, \
+                             const pyopnb_running* out)
+#define PYOPNB_BLOCK_ARGS (T, i0, m, nset, base_step, out)
 PYOPNB_AVX2_FN(pyopnb_block_products_on, PYOPNB_BLOCK_PARAMS, PYOPNB_BLOCK_ARGS)
-static inline void pyopnb_block_products(int level, const double* const* base, const int* const* idx, int nrow,
-                                         int K, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step, double* pr1,
-                                         double* pr2, double* acc1, double* acc2) {
+static inline void pyopnb_block_products(int level, const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m,
+                                         int nset, int base_step, const pyopnb_running* out) {
     PYOPNB_ON_PATH(level, pyopnb_block_products_on, PYOPNB_BLOCK_ARGS);
 }
 
-/* Columns' sums at the points' sorted rows: points i0..i1-1 continued (or
- * started empty, fresh) into pr, acc [n, K], two points at a time (their
+/* Columns' sums at the points' sorted rows (T): points i0..i1-1 continued
+ * (or started empty, fresh) into out [n, K], two points at a time (their
  * chains overlap) */
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_rows_products_on(
-        const double* const* base, const ptrdiff_t* const* idx, int nrow, int K, double* pr, double* acc,
-        int fresh, ptrdiff_t i0, ptrdiff_t i1) {
+        const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, ptrdiff_t i1) {
+    const int K = T->K;
     for (ptrdiff_t i = i0; i < i1; i += 2) {
-        double* p[2] = {pr + i * K, pr + (i + 1) * K};
-        double* a[2] = {acc + i * K, acc + (i + 1) * K};
+        double* p[2] = {out.pr + i * K, out.pr + (i + 1) * K};
+        double* a[2] = {out.acc + i * K, out.acc + (i + 1) * K};
         if (i + 1 < i1) {
-            if (fresh) pyopnb_products_on<AVX2, 2, true, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
-            else pyopnb_products_on<AVX2, 2, false, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+            if (fresh) pyopnb_products_on<AVX2, 2, true, ptrdiff_t>(T, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 2, false, ptrdiff_t>(T, i, 0, 1, p, a);
         } else {
-            if (fresh) pyopnb_products_on<AVX2, 1, true, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
-            else pyopnb_products_on<AVX2, 1, false, ptrdiff_t>(base, idx, nrow, K, i, 0, 1, p, a);
+            if (fresh) pyopnb_products_on<AVX2, 1, true, ptrdiff_t>(T, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 1, false, ptrdiff_t>(T, i, 0, 1, p, a);
         }
     }
 }
-#define PYOPNB_ROWS_PARAMS (const double* const* base, const ptrdiff_t* const* idx, int nrow, int K, double* pr, \
-                            double* acc, int fresh, ptrdiff_t i0, ptrdiff_t i1)
-#define PYOPNB_ROWS_ARGS (base, idx, nrow, K, pr, acc, fresh, i0, i1)
+#define PYOPNB_ROWS_PARAMS (const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, \
+                            ptrdiff_t i1)
+#define PYOPNB_ROWS_ARGS (T, out, fresh, i0, i1)
 PYOPNB_AVX2_FN(pyopnb_rows_products_on, PYOPNB_ROWS_PARAMS, PYOPNB_ROWS_ARGS)
-static inline void pyopnb_rows_products(int level, const double* const* base, const ptrdiff_t* const* idx,
-                                        int nrow, int K, double* pr, double* acc, int fresh, ptrdiff_t i0,
-                                        ptrdiff_t i1) {
+static inline void pyopnb_rows_products(int level, const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh,
+                                        ptrdiff_t i0, ptrdiff_t i1) {
     PYOPNB_ON_PATH(level, pyopnb_rows_products_on, PYOPNB_ROWS_ARGS);
 }
 
@@ -254,19 +275,48 @@ static inline void pyopnb_log_products(ptrdiff_t n, double* pr, const double* ac
     for (ptrdiff_t k = 0; k < n; ++k) pr[k] = acc[k] + log(pr[k]);
 }
 
-/* One point as an evaluation point in one column of the gradient:
- * c_k = (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k
+/* The points' side of the gradient's per-point terms in one column: each
+ * point's posteriors [i K], class and weight w_i (wt NULL: 1), and the
+ * classes' bandwidths (shared: one bandwidth, every R fit) */
+typedef struct {
+    const double* post;
+    const int* y;
+    const double* wt;
+    const double* h;
+    int K;
+    int shared;
+} pyopnb_grad_points;
+
+/* What a column's points are read at and add into: f_k's sums S and the
+ * derivative's sums D [rows, K], and the c weights W, by row of the tables
+ * (a grid cell's, R's binned gradient) or by point (W + i K, started fresh:
+ * the exact passes) */
+typedef struct {
+    const double* S;
+    const double* D;
+    double* W;
+} pyopnb_grad_tables;
+
+static inline double pyopnb_point_weight(const pyopnb_grad_points* P, ptrdiff_t i) {
+    return P->wt ? P->wt[i] : 1.0;
+}
+
+/* One point i as an evaluation point in one column of the gradient, its
+ * table rows S, D and weights W:
+ * c_k = w_i (1{y = k} - post_k) / S_k (0 where S_k is not positive), W_k += c_k
  * (fresh: W_k = 0 + c_k, W's old content unread: a vector load of two
  * scalars just stored would wait for them),
- * and the sum of the classes' terms c_k D_k (shared: one bandwidth, every R
- * fit) or c_k D_k / h_k (class bandwidths), added in class order. The
- * point's result is 0 - that sum, over h[0] where shared, as R's
- * df_NB_cpp; the caller finishes it (pyopnb_grad_finish), so that the
- * divisions by h[0] go a vector at a time. The divisions, the longest
- * operation, go two at a time. */
-static inline double pyopnb_grad_point(const double* S, const double* D, double* W,
-                                       const double* post, int y, double wi, int K, const double* h, int shared,
-                                       int fresh) {
+ * and the sum of the classes' terms c_k D_k (shared) or c_k D_k / h_k
+ * (class bandwidths), added in class order. The point's result is 0 - that
+ * sum, over h[0] where shared, as R's df_NB_cpp; the caller finishes it
+ * (pyopnb_grad_finish), so that the divisions by h[0] go a vector at a
+ * time. The divisions, the longest operation, go two at a time. */
+static inline double pyopnb_grad_point(const pyopnb_grad_points* P, ptrdiff_t i, const double* S, const double* D,
+                                       double* W, int fresh) {
+    const int K = P->K, shared = P->shared, y = P->y[i];
+    const double* post = P->post + i * K;
+    const double* h = P->h;
+    const double wi = pyopnb_point_weight(P, i);
     const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0}, one = pyopnb_v2d{1.0, 1.0};
     const pyopnb_v2d yd = pyopnb_v2d{(double)y, (double)y}, wv = pyopnb_v2d{wi, wi};
     double bsum = 0.0;
@@ -301,162 +351,158 @@ static inline double pyopnb_grad_point(const double* S, const double* D, double*
 }
 
 #if PYOPNB_DISPATCH
-/* pyopnb_grad_point with four classes a register (AVX2): each lane does the
- * SSE2 code's operations in its order, and the classes' terms go into the
- * sum one by one in class order, so the bits are the same; a row of three
- * classes takes one pass where SSE2 takes a pair and a scalar class. Lanes
- * past K are masked: no load, no store. One group of classes k.. k + m - 1
- * (mask: lanes < m; kk: the lanes' classes; hk: their bandwidths, 1 past
- * m), added to bsum: the caller of a row of at most four classes makes
- * these once for all its points. */
+/* A group of m <= 4 classes from class k in one AVX2 register: its mask
+ * (lanes below m), its lanes' classes, and their bandwidths (1 where
+ * shared, and in the masked lanes, whose quotients are never read). A
+ * caller of a row of at most four classes makes one for all its points */
+typedef struct {
+    int k;
+    int m;
+    __m256i mask;
+    __m256d kk;
+    __m256d hk;
+} pyopnb_class_group;
+
+__attribute__((target("avx2"))) static inline pyopnb_class_group pyopnb_group_of(const pyopnb_grad_points* P,
+                                                                                 int k) {
+    pyopnb_class_group g;
+    g.k = k;
+    g.m = P->K - k < 4 ? P->K - k : 4;
+    g.mask = _mm256_cmpgt_epi64(_mm256_set1_epi64x(g.m), _mm256_set_epi64x(3, 2, 1, 0));
+    g.kk = _mm256_set_pd((double)(k + 3), (double)(k + 2), (double)(k + 1), (double)k);
+    g.hk = P->shared ? _mm256_set1_pd(1.0)
+                     : _mm256_blendv_pd(_mm256_set1_pd(1.0), _mm256_maskload_pd(P->h + k, g.mask),
+                                        _mm256_castsi256_pd(g.mask));
+    return g;
+}
+
+/* pyopnb_grad_point for one group of classes (AVX2), added to bsum: each
+ * lane does the SSE2 code's operations in its order, and the classes'
+ * terms go into the sum one by one in class order, so the bits are the
+ * same; a row of three classes takes one pass where SSE2 takes a pair and
+ * a scalar class. Lanes past K are masked: no load, no store. */
 __attribute__((target("avx2"))) static inline __attribute__((always_inline)) double pyopnb_grad_group_avx2(
-        const double* S, const double* D, double* W, const double* post, __m256d yd, __m256d wt, int k, int m,
-        __m256i mask, __m256d kk, __m256d hk, int shared, int fresh, double bsum) {
+        const pyopnb_grad_points* P, ptrdiff_t i, const pyopnb_class_group* g, const double* S, const double* D,
+        double* W, int fresh, double bsum) {
+    const int k = g->k;
+    const double* post = P->post + i * P->K;
     const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
-    const __m256d f = _mm256_maskload_pd(S + k, mask);
+    const __m256d yd = _mm256_set1_pd((double)P->y[i]), wt = _mm256_set1_pd(pyopnb_point_weight(P, i));
+    const __m256d f = _mm256_maskload_pd(S + k, g->mask);
     /* f > 0, false for NaN (and for the masked lanes' zeros) */
     const __m256d pos = _mm256_cmp_pd(f, zero, _CMP_GT_OQ);
     const __m256d fs = _mm256_blendv_pd(one, f, pos);
-    const __m256d ind = _mm256_and_pd(_mm256_cmp_pd(kk, yd, _CMP_EQ_OQ), one);
-    const __m256d q = _mm256_div_pd(_mm256_sub_pd(ind, _mm256_maskload_pd(post + k, mask)), fs);
+    const __m256d ind = _mm256_and_pd(_mm256_cmp_pd(g->kk, yd, _CMP_EQ_OQ), one);
+    const __m256d q = _mm256_div_pd(_mm256_sub_pd(ind, _mm256_maskload_pd(post + k, g->mask)), fs);
     const __m256d c = _mm256_mul_pd(_mm256_and_pd(q, pos), wt);
-    const __m256d w = _mm256_add_pd(fresh ? zero : _mm256_maskload_pd(W + k, mask), c);
-    __m256d cd = _mm256_mul_pd(c, _mm256_maskload_pd(D + k, mask));
-    if (!shared) cd = _mm256_div_pd(cd, hk);
+    const __m256d w = _mm256_add_pd(fresh ? zero : _mm256_maskload_pd(W + k, g->mask), c);
+    __m256d cd = _mm256_mul_pd(c, _mm256_maskload_pd(D + k, g->mask));
+    if (!P->shared) cd = _mm256_div_pd(cd, g->hk);
     double wv[4], cv[4];
     _mm256_storeu_pd(wv, w);
     _mm256_storeu_pd(cv, cd);
-    for (int l = 0; l < m; ++l) {
+    for (int l = 0; l < g->m; ++l) {
         W[k + l] = wv[l];
         bsum = bsum + cv[l];
     }
     return bsum;
 }
 
-/* a group of m classes from class k: its mask (lanes below m), its lanes'
- * classes, and their bandwidths (1 in the masked lanes, whose quotients
- * are never read) */
-__attribute__((target("avx2"))) static inline __m256i pyopnb_group_mask(int m) {
-    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(m), _mm256_set_epi64x(3, 2, 1, 0));
-}
-__attribute__((target("avx2"))) static inline __m256d pyopnb_group_classes(int k) {
-    return _mm256_set_pd((double)(k + 3), (double)(k + 2), (double)(k + 1), (double)k);
-}
-__attribute__((target("avx2"))) static inline __m256d pyopnb_group_h(const double* h, int k, __m256i mask) {
-    return _mm256_blendv_pd(_mm256_set1_pd(1.0), _mm256_maskload_pd(h + k, mask), _mm256_castsi256_pd(mask));
-}
-
 __attribute__((target("avx2"))) static inline double pyopnb_grad_point_avx2(
-        const double* S, const double* D, double* W, const double* post, int y, double wi, int K, const double* h,
-        int shared, int fresh) {
-    const __m256d yd = _mm256_set1_pd((double)y), wt = _mm256_set1_pd(wi);
+        const pyopnb_grad_points* P, ptrdiff_t i, const double* S, const double* D, double* W, int fresh) {
     double bsum = 0.0;
-    for (int k = 0; k < K; k += 4) {
-        const int m = K - k < 4 ? K - k : 4;
-        const __m256i mask = pyopnb_group_mask(m);
-        bsum = pyopnb_grad_group_avx2(S, D, W, post, yd, wt, k, m, mask, pyopnb_group_classes(k),
-                                      shared ? _mm256_set1_pd(1.0) : pyopnb_group_h(h, k, mask), shared, fresh,
-                                      bsum);
+    for (int k = 0; k < P->K; k += 4) {
+        const pyopnb_class_group g = pyopnb_group_of(P, k);
+        bsum = pyopnb_grad_group_avx2(P, i, &g, S, D, W, fresh, bsum);
     }
     return bsum;
+}
+#endif
+
+#if PYOPNB_DISPATCH
+/* The points' sums with a row of at most four classes (AVX2): one group of
+ * classes, made once for all the points */
+template <class I, bool W_OWN>
+__attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2(
+        const pyopnb_grad_tables* T, const I* at, const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1,
+        double* dz) {
+    const int K = P->K;
+    const pyopnb_class_group g = pyopnb_group_of(P, 0);
+    for (ptrdiff_t i = i0; i < i1; ++i) {
+        const ptrdiff_t e = (ptrdiff_t)at[i] * K;
+        dz[i] = pyopnb_grad_group_avx2(P, i, &g, T->S + e, T->D + e, W_OWN ? T->W + i * K : T->W + e, W_OWN, 0.0);
+    }
 }
 #endif
 
 /* dz[i] = 0 - dz[i] / h[0] (shared) or 0 - dz[i], i0 <= i < i1: the points'
  * sums (pyopnb_grad_point's) made their results, in a loop the compiler
  * vectorises (a division's bits do not depend on its lane) */
-static inline __attribute__((always_inline)) void pyopnb_grad_finish(double* dz, ptrdiff_t i0, ptrdiff_t i1,
-                                                                    const double* h, int shared) {
-    if (shared) {
-        const double h0 = h[0];
+static inline __attribute__((always_inline)) void pyopnb_grad_finish(const pyopnb_grad_points* P, ptrdiff_t i0,
+                                                                    ptrdiff_t i1, double* dz) {
+    if (P->shared) {
+        const double h0 = P->h[0];
         for (ptrdiff_t i = i0; i < i1; ++i) dz[i] = 0.0 - dz[i] / h0;
     } else {
         for (ptrdiff_t i = i0; i < i1; ++i) dz[i] = 0.0 - dz[i];
     }
 }
 
-#if PYOPNB_DISPATCH
-/* The points' sums with a row of at most four classes (AVX2): one group,
- * its mask, classes and bandwidths made once for all the points */
-template <class I, bool W_OWN>
-__attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2(
-        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, const double* wt,
-        ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
-    const __m256i mask = pyopnb_group_mask(K);
-    const __m256d kk = pyopnb_group_classes(0);
-    const __m256d hk = shared ? _mm256_set1_pd(1.0) : pyopnb_group_h(h, 0, mask);
-    for (ptrdiff_t i = i0; i < i1; ++i) {
-        const ptrdiff_t e = (ptrdiff_t)at[i] * K;
-        double* w = W_OWN ? W + i * K : W + e;
-        dz[i] = pyopnb_grad_group_avx2(S + e, D + e, w, post + i * K, _mm256_set1_pd((double)y[i]),
-                                       _mm256_set1_pd(wt ? wt[i] : 1.0), 0, K, mask, kk, hk, shared, W_OWN, 0.0);
-    }
-}
-#endif
-
-/* The points as evaluation points in one column of the gradient, in order:
- * dz[i] = point i's result (i0 <= i < i1; pyopnb_grad_point's sum, finished
- * by pyopnb_grad_finish) of the tables S, D [., K] read at the point's row
- * at[i] (a grid cell: weights W by cell, R's binned gradient; or a sorted
- * row: weights by point, W + i K, started fresh, the exact passes), with
- * its posteriors post[i K] and class y[i] */
+/* The points i0 <= i < i1 as evaluation points in one column, in order:
+ * dz[i] = point i's result (pyopnb_grad_point's sum, finished by
+ * pyopnb_grad_finish) of the tables T read at the point's row at[i] (a grid
+ * cell: weights by cell; or a sorted row: weights by point, W + i K,
+ * started fresh) */
 template <bool AVX2, class I, bool W_OWN>
 static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
-        const double* S, const double* D, double* W, const I* at, const double* post, const int* y, const double* wt,
-        ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
+        const pyopnb_grad_tables* T, const I* at, const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1,
+        double* dz) {
+    const int K = P->K;
 #if PYOPNB_DISPATCH
     if (AVX2 && K <= 4) {
-        pyopnb_grad_points_group_avx2<I, W_OWN>(S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz);
-        pyopnb_grad_finish(dz, i0, i1, h, shared);
+        pyopnb_grad_points_group_avx2<I, W_OWN>(T, at, P, i0, i1, dz);
+        pyopnb_grad_finish(P, i0, i1, dz);
         return;
     }
 #endif
     for (ptrdiff_t i = i0; i < i1; ++i) {
         const ptrdiff_t e = (ptrdiff_t)at[i] * K;
-        double* w = W_OWN ? W + i * K : W + e;
+        double* w = W_OWN ? T->W + i * K : T->W + e;
 #if PYOPNB_DISPATCH
         if (AVX2) {
-            dz[i] = pyopnb_grad_point_avx2(S + e, D + e, w, post + i * K, y[i], wt ? wt[i] : 1.0, K, h, shared,
-                                           W_OWN);
+            dz[i] = pyopnb_grad_point_avx2(P, i, T->S + e, T->D + e, w, W_OWN);
             continue;
         }
 #endif
-        dz[i] = pyopnb_grad_point(S + e, D + e, w, post + i * K, y[i], wt ? wt[i] : 1.0, K, h, shared, W_OWN);
+        dz[i] = pyopnb_grad_point(P, i, T->S + e, T->D + e, w, W_OWN);
     }
-    pyopnb_grad_finish(dz, i0, i1, h, shared);
+    pyopnb_grad_finish(P, i0, i1, dz);
 }
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_grad_cells_on(
-        const double* S, const double* D, double* W, const int* at, const double* post, const int* y,
-        const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
-    pyopnb_grad_points_on<AVX2, int, false>(S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz);
+        const pyopnb_grad_tables* T, const int* at, const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1,
+        double* dz) {
+    pyopnb_grad_points_on<AVX2, int, false>(T, at, P, i0, i1, dz);
 }
 template <bool AVX2>
 static inline __attribute__((always_inline)) void pyopnb_grad_rows_on(
-        const double* S, const double* D, double* W, const ptrdiff_t* at, const double* post, const int* y,
-        const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared, double* dz) {
-    pyopnb_grad_points_on<AVX2, ptrdiff_t, true>(S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz);
+        const pyopnb_grad_tables* T, const ptrdiff_t* at, const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1,
+        double* dz) {
+    pyopnb_grad_points_on<AVX2, ptrdiff_t, true>(T, at, P, i0, i1, dz);
 }
-#define PYOPNB_GRAD_ARGS (S, D, W, at, post, y, wt, i0, i1, K, h, shared, dz)
-PYOPNB_AVX2_FN(pyopnb_grad_cells_on, (const double* S, const double* D, double* W, const int* at, const double* post,
-                                      const int* y, const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K,
-                                      const double* h, int shared, double* dz), PYOPNB_GRAD_ARGS)
-PYOPNB_AVX2_FN(pyopnb_grad_rows_on, (const double* S, const double* D, double* W, const ptrdiff_t* at,
-                                     const double* post, const int* y, const double* wt, ptrdiff_t i0, ptrdiff_t i1,
-                                     int K, const double* h, int shared, double* dz), PYOPNB_GRAD_ARGS)
+#define PYOPNB_GRAD_ARGS (T, at, P, i0, i1, dz)
+PYOPNB_AVX2_FN(pyopnb_grad_cells_on, (const pyopnb_grad_tables* T, const int* at, const pyopnb_grad_points* P,
+                                      ptrdiff_t i0, ptrdiff_t i1, double* dz), PYOPNB_GRAD_ARGS)
+PYOPNB_AVX2_FN(pyopnb_grad_rows_on, (const pyopnb_grad_tables* T, const ptrdiff_t* at, const pyopnb_grad_points* P,
+                                     ptrdiff_t i0, ptrdiff_t i1, double* dz), PYOPNB_GRAD_ARGS)
 
-/* wt: each point's weight w_i (NULL: 1), scaling its c weights and its term: w_i c_ik, the same bits times 1 */
-static inline void pyopnb_grad_points_at_cells(int level, const double* S, const double* D, double* W,
-                                               const int* at, const double* post, const int* y, const double* wt,
-                                               ptrdiff_t i0, ptrdiff_t i1, int K, const double* h, int shared,
-                                               double* dz) {
+static inline void pyopnb_grad_points_at_cells(int level, const pyopnb_grad_tables* T, const int* at,
+                                               const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1, double* dz) {
     PYOPNB_ON_PATH(level, pyopnb_grad_cells_on, PYOPNB_GRAD_ARGS);
 }
 
-static inline void pyopnb_grad_points_at_rows(int level, const double* S, const double* D, double* W,
-                                              const ptrdiff_t* at, const double* post, const int* y,
-                                              const double* wt, ptrdiff_t i0, ptrdiff_t i1, int K, const double* h,
-                                              int shared, double* dz) {
+static inline void pyopnb_grad_points_at_rows(int level, const pyopnb_grad_tables* T, const ptrdiff_t* at,
+                                              const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1, double* dz) {
     PYOPNB_ON_PATH(level, pyopnb_grad_rows_on, PYOPNB_GRAD_ARGS);
 }
 

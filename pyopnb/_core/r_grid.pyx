@@ -16,7 +16,8 @@ from libc.string cimport memset
 from pyopnb._core.common cimport _data_or_null, _thread_id
 from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
-from pyopnb._core.products cimport pyopnb_grad_points_at_cells, pyopnb_log_products
+from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
+                                   pyopnb_log_products, pyopnb_running)
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
                                 _column_pointers, _grid_sums, _reduce_blocks)
 
@@ -100,6 +101,7 @@ cdef class RGridTables(GridTables):
         cdef Py_ssize_t TK = self.TK
         cdef double total = 0.0
         cdef double* lf
+        cdef double* lf_simple
         cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, cell_of, n, colv)
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
@@ -107,8 +109,12 @@ cdef class RGridTables(GridTables):
                 i0 = b * B
                 m = min(B, n - i0)
                 lf = &av[tid, 0]
-                _block_products(self.wk.P.simd, pv, ndim, 2 if posteriors else 1, K, i0, m, lf, &lf[B * K],
-                                &lf[2 * B * K], &lf[3 * B * K])
+                # the simple binning's products, for the posteriors: none without them
+                lf_simple = &lf[B * K]
+                if not posteriors:
+                    lf_simple = NULL
+                _block_products(self.wk.P.simd, pv, ndim, K, i0, m, pyopnb_running(pr=lf, acc=&lf[2 * B * K]),
+                                pyopnb_running(pr=lf_simple, acc=&lf[3 * B * K]))
                 for j in range(m):
                     tv[i0 + j] = _row_posterior_products(&lf[j * K], &lf[(2 * B + j) * K], &PI[0], &lpv[0], K,
                                                          y[i0 + j], NULL, True, &lf[4 * B * K])
@@ -240,7 +246,8 @@ cdef class RGridTables(GridTables):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_products(self.wk.P.simd, bp, nb, 1, K, i0, m, &av[tid, 0], NULL, &av[tid, B * K], NULL)
+                _block_products(self.wk.P.simd, bp, nb, K, i0, m, pyopnb_running(pr=&av[tid, 0], acc=&av[tid, B * K]),
+                                pyopnb_running(pr=NULL, acc=NULL))
                 pyopnb_log_products(m * K, &av[tid, 0], &av[tid, B * K])
                 for j in range(m):
                     ar = &xv[tid, j * K]
@@ -305,7 +312,9 @@ cdef class RGridTables(GridTables):
         cdef Support sp
         cdef GridSum g
         cdef double* decays
-        cdef const double* pp = &post[0, 0]
+        cdef pyopnb_grad_points pts = pyopnb_grad_points(post=&post[0, 0], y=P.y, wt=P.w, h=P.h, K=K,
+                                                         shared=P.shared)
+        cdef pyopnb_grad_tables T
         with nogil:
             for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
                 t = it // nblk
@@ -313,8 +322,8 @@ cdef class RGridTables(GridTables):
                 i1 = min(n, i0 + B)
                 pc = &part_c[it * TK]
                 memset(pc, 0, TK * sizeof(double))
-                pyopnb_grad_points_at_cells(P.simd, &Ts[t * TK], &Td[t * TK], pc, &cell_of[t * n], pp, P.y, P.w,
-                                            i0, i1, K, P.h, P.shared, &dv[t, 0])
+                T = pyopnb_grad_tables(S=&Ts[t * TK], D=&Td[t * TK], W=pc)
+                pyopnb_grad_points_at_cells(P.simd, &T, &cell_of[t * n], &pts, i0, i1, &dv[t, 0])
             # the sample-point term: sums of each column's c weights at its grid
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
