@@ -8,14 +8,15 @@ from pyopnb import OPNB, _threads
 from pyopnb.datasets import load_pima
 
 try:
-    from hypothesis import settings
+    from hypothesis import HealthCheck, settings
 except ImportError:  # the kit's tests that need hypothesis skip without it
     pass
 else:
-    # the same examples on every run and machine, so that CI judges the code, not a draw;
-    # `pytest --hypothesis-profile=explore` draws afresh
-    settings.register_profile("pyopnb", derandomize=True, database=None)
-    settings.register_profile("explore", derandomize=False)
+    # the same examples on every run and machine, and no deadline nor a check of the draws' speed, so that CI
+    # judges the code, not a draw or a busy machine; `pytest --hypothesis-profile=explore` draws afresh
+    _UNTIMED = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("pyopnb", derandomize=True, database=None, **_UNTIMED)
+    settings.register_profile("explore", derandomize=False, **_UNTIMED)
     settings.load_profile("pyopnb")
 
 if os.environ.get("PYOPNB_TEST_INSTALLED"):
