@@ -181,8 +181,15 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, co
 DEF _FRAC_CHUNK = 256
 
 
-cdef void _bin_points(const Problem* P, const double* z, double lo, double delta, Py_ssize_t nbin,
-                      Py_ssize_t i0, Py_ssize_t i1, int* cells, double* pl, double* ps) noexcept nogil:
+cdef struct GridAxis:
+    # a column's grid: nbin points from lo, delta apart
+    double lo
+    double delta
+    Py_ssize_t nbin
+
+
+cdef void _bin_points(const Problem* P, const double* z, GridAxis grid, Py_ssize_t i0, Py_ssize_t i1, int* cells,
+                      double* pl, double* ps) noexcept nogil:
     """Points i0..i1-1 of a column z binned into a block's grids [nbin, K]
     (zeroed first): linear binning into pl, whole weights into ps (NULL:
     none), each class's weight 1/(n_k h_k); each point's cell into cells.
@@ -190,9 +197,9 @@ cdef void _bin_points(const Problem* P, const double* z, double lo, double delta
     (_cell_frac's value), made for a chunk of points in a loop of its own:
     the compiler puts several in a vector division, with the same bits."""
     cdef double fr[_FRAC_CHUNK]
-    cdef Py_ssize_t c0, c1, i, g
+    cdef Py_ssize_t c0, c1, i, g, nbin = grid.nbin
     cdef int k, K = P.K
-    cdef double frac, wt
+    cdef double frac, wt, lo = grid.lo, delta = grid.delta
     memset(pl, 0, nbin * K * sizeof(double))
     if ps != NULL:
         memset(ps, 0, nbin * K * sizeof(double))
@@ -347,8 +354,8 @@ cdef class GridTables:
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
-                _bin_points(P, &Zt[t, 0], lov[t], dv[t], nbin, i0, i1, &cv[t, 0], &PL[it * TK],
-                            &PS[it * TK] if simple else NULL)
+                _bin_points(P, &Zt[t, 0], GridAxis(lo=lov[t], delta=dv[t], nbin=nbin), i0, i1, &cv[t, 0],
+                            &PL[it * TK], &PS[it * TK] if simple else NULL)
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]
