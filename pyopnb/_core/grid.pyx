@@ -21,7 +21,7 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _row_blocks, _thread_id
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
@@ -68,14 +68,6 @@ cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, in
     out[0] = first
     out[1] = second
     pyopnb_block_products(level, &T, i0, m, 2 if second.pr != NULL else 1, <int> ptrs.shape[1], out)
-
-
-cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
-    """Blocks of points whose grid weights are summed apart and then added in
-    block order (R's binned passes): a function of n only, so the sums do not
-    depend on the threads; one block up to 65536 points (the order of a
-    single sequential pass), at most 64 (their grids' memory)."""
-    return max(1, min(64, (n + 65535) // 65536))
 
 
 cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept nogil:
@@ -236,7 +228,7 @@ cdef class GridTables:
 
     Parallel work: the passes over the points go by (column, block of
     points) on every thread, each block binning its points into its own grid
-    (blocks fixed by n, see _bin_nblk, added in order); the grid-sized kernel
+    (blocks fixed by n, _core/blocks.h, added in order); the grid-sized kernel
     sums go a column to a thread.
     """
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
@@ -251,7 +243,7 @@ cdef class GridTables:
         self.wk._ensure(<int> min(ndim, self.wk.P.n_threads))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self._run_on(self.wk.P.n_threads)
-        self.nblk = _bin_nblk(self.n)
+        self.nblk = _row_blocks(self.n)
         self.has_gradient = gradient
         self.Zt = None
         self.lo = np.empty(ndim)
