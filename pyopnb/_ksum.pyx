@@ -51,10 +51,23 @@ cdef extern from "_core/sweep.h" nogil:
     double _ksum1 "pyopnb_ksum1<double>"(double b0, double b1, double l0, double l1, double r0, double r1)
     double _dksum1 "pyopnb_dksum1<double>"(double g0, double g1, double l0, double l1, double r0, double r1)
     # the passes and the evaluation as one sweep, on one thread (weights and evaluation points on the anchors)
-    void _sweep1 "pyopnb_sweep1"(const double* anchors, Py_ssize_t G, const double* W, int r, const double* h,
-                                 bint shared, const double* beta, const double* gamma, double* L, double* R,
-                                 const double* T, const Py_ssize_t* lo, Py_ssize_t m, const Py_ssize_t* outrow,
-                                 double* S, double* D)
+    ctypedef struct SweepAnchors "pyopnb_sweep_anchors":
+        const double* x
+        Py_ssize_t G
+        const double* W
+        int r
+        const double* h
+        bint shared
+        const double* beta
+        const double* gamma
+        const double* T
+    ctypedef struct SweepRows "pyopnb_sweep_rows":
+        const Py_ssize_t* lo
+        Py_ssize_t m
+        const Py_ssize_t* outrow
+        double* S
+        double* D
+    void _sweep1 "pyopnb_sweep1"(const SweepAnchors* A, const SweepRows* ev, double* L, double* R)
 
 cnp.import_array()
 
@@ -502,13 +515,17 @@ cdef void _sums_on_anchors(const Anchors* A, const double* Wa, RunningSums* tb, 
     lo nondecreasing (exact sums at the sample, grid sums at grid points):
     on one thread, with the default kernel, the passes then run as one
     sweep (_core/sweep.h)."""
+    cdef SweepAnchors sa
+    cdef SweepRows sr
     # one thread when neither region's work pays for a team (_recurse's and _evaluate_chunks' own caps)
     nthr = max(_region_threads(nthr, A.G * A.r), _region_threads(nthr, ev.m * A.r))
     if ev.e == NULL and nthr == 1 and A.ker.a == 1 and not ev.logS:
         if not have_T:
             _gap_decays(A.x, 1, A.G, A.h, A.shared, 1, A.r, tb.decay)
-        _sweep1(A.x, A.G, Wa, A.r, A.h, A.shared, A.ker.beta, A.ker.gamma, tb.Lincl, tb.R, tb.decay, ev.lo, ev.m,
-                ev.outrow, ev.S, ev.D)
+        sa = SweepAnchors(x=A.x, G=A.G, W=Wa, r=A.r, h=A.h, shared=A.shared, beta=&A.ker.beta[0],
+                          gamma=&A.ker.gamma[0], T=tb.decay)
+        sr = SweepRows(lo=ev.lo, m=ev.m, outrow=ev.outrow, S=ev.S, D=ev.D)
+        _sweep1(&sa, &sr, tb.Lincl, tb.R)
         return
     _recurse(A, Wa, 1, tb, True, have_T, nthr)
     _evaluate_chunks(A, ev, Wa, 1, tb, nthr)

@@ -226,3 +226,65 @@ def test_any_varies_finds_a_single_different_entry():
     X[:, 3] = 0.0
     X[499, 3] = -0.0
     assert not colstats.any_varies(X)  # -0 == 0: no column varies
+
+
+# ---------------------------------------------------------------------------
+# sums over the points by the fixed blocks of rows (pyopnb/_core/blocks.h)
+# ---------------------------------------------------------------------------
+
+def _blocks(n):
+    from pyopnb._core import testing as _testing
+
+    nblk, B = _testing.row_blocks(n)
+    return [(b * B, min(n, (b + 1) * B)) for b in range(nblk)]
+
+
+def test_the_blocks_are_a_function_of_n_alone():
+    assert _blocks(1) == [(0, 1)] and _blocks(65536) == [(0, 65536)]
+    assert _blocks(65537) == [(0, 32769), (32769, 65537)]
+    assert _blocks(142000) == [(0, 47334), (47334, 94668), (94668, 142000)]
+    big = _blocks(64 * 65536 + 1)  # past 64 blocks, the blocks grow instead
+    assert len(big) == 64 and big[0] == (0, 65537) and big[-1][1] == 64 * 65536 + 1
+
+
+def test_above_one_block_the_crossproduct_adds_the_blocks_partials_in_block_order(every_path):
+    """Up to 65536 rows, every entry is added over the rows in order (R's
+    reference BLAS); above, within each block in order from 0, then the
+    blocks' partials in block order, on every path and thread count."""
+    rng = np.random.default_rng(5)
+    n = 2 * 65536 + 1234
+    A, B = rng.normal(size=(n, 3)) * np.array([1.0, 1e3, 1e-3]), rng.normal(size=(n, 2))
+    ref = np.zeros((3, 2))
+    for i0, i1 in _blocks(n):
+        ref = ref + _in_row_order(A[i0:i1], B[i0:i1])
+    assert not np.array_equal(ref, _in_row_order(A, B))  # the blocks' order is not the rows' here
+    for results in every_path(lambda: [_linalg.crossprod(A, B, t) for t in (1, 2, 3, 8)]):
+        for got in results:
+            np.testing.assert_array_equal(got, ref)
+    one = 65536  # one block: the rows' order
+    np.testing.assert_array_equal(_linalg.crossprod(A[:one], B[:one], 2), _in_row_order(A[:one], B[:one]))
+
+
+def test_the_values_sum_of_its_points_terms_goes_by_the_blocks():
+    from pyopnb._core import testing as _testing
+    from pyopnb._core.posteriors import product_posteriors
+
+    rng = np.random.default_rng(6)
+    n = 65536 + 300
+    t, w = rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, n), rng.uniform(0.1, 3.0, n)
+    for weights in (None, w):
+        ref = 0.0
+        for i0, i1 in _blocks(n):
+            part = 0.0
+            for i in range(i0, i1):
+                part += float(t[i]) if weights is None else float(weights[i]) * float(t[i])
+            ref += part
+        assert _testing.block_sum(t, weights) == ref
+    # the exact evaluations' value: its points' terms (each one's own, from a problem of that row alone) by the blocks
+    K = 3
+    pr, acc = rng.uniform(0.01, 1.0, size=(n, K)), np.zeros((n, K))
+    y, PI = rng.integers(0, K, n).astype(np.int32), np.array([0.2, 0.3, 0.5])
+    terms = np.array([product_posteriors(pr[i:i + 1], acc[i:i + 1], y[i:i + 1], PI, 1)[0] for i in range(n)])
+    for threads in (1, 2):
+        assert product_posteriors(pr, acc, y, PI, threads)[0] == _testing.block_sum(terms) / n
+    assert product_posteriors(pr, acc, y, PI, 2, w=w)[0] == _testing.block_sum(terms, w) / math.fsum(w)

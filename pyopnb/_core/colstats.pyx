@@ -131,10 +131,22 @@ def r_sd(const double[:, ::1] X, int num_threads):
 
 
 cdef extern from "_core/cov.h" nogil:
-    # one block of rows' sums of products of deviations, added to acc for pairs [a0, a1)
-    void pyopnb_cov_block(const double* x, Py_ssize_t nb, Py_ssize_t d, const double* m, const Py_ssize_t* pi,
-                          const Py_ssize_t* pj, Py_ssize_t a0, Py_ssize_t a1, double* h, double* l,
-                          long double* v, Py_ssize_t stride, long double* acc)
+    # a part's means, pairs [a0, a1) and their sums; its deviations' buffers
+    ctypedef struct pyopnb_cov_part:
+        const double* m
+        Py_ssize_t d
+        const Py_ssize_t* pi
+        const Py_ssize_t* pj
+        Py_ssize_t a0
+        Py_ssize_t a1
+        long double* acc
+    ctypedef struct pyopnb_cov_devs:
+        double* h
+        double* l
+        long double* v
+        Py_ssize_t stride
+    # one block of rows' sums of products of deviations, added to the part's sums
+    void pyopnb_cov_block(const double* x, Py_ssize_t nb, const pyopnb_cov_part* P, const pyopnb_cov_devs* buf)
 
 
 # rows of deviations r_cov holds at a time
@@ -148,7 +160,9 @@ def r_cov(const double[:, ::1] X, int num_threads):
     deviations (taken in long double from the double means), over n - 1,
     rounded to double. Threads take ranges of the d(d+1)/2 pairs."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], npair = d * (d + 1) // 2
-    cdef Py_ssize_t i, j, part, nparts, a0, a1, pr, k0
+    cdef Py_ssize_t i, j, part, nparts, pr, k0
+    cdef pyopnb_cov_part share
+    cdef pyopnb_cov_devs buf
     if n < 2:
         raise ValueError("cov needs at least two rows")
     out = np.empty((d, d))
@@ -181,12 +195,12 @@ def r_cov(const double[:, ::1] X, int num_threads):
         for j in range(d):
             m[j] = <double> mm[j]
         for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
-            a0 = part * npair // nparts
-            a1 = (part + 1) * npair // nparts
+            share = pyopnb_cov_part(m=m, d=d, pi=pi, pj=pj, a0=part * npair // nparts,
+                                    a1=(part + 1) * npair // nparts, acc=acc)
+            buf = pyopnb_cov_devs(h=&hl[part * 2 * _COV_ROWS * d], l=&hl[(part * 2 + 1) * _COV_ROWS * d],
+                                  v=&devs[part * _COV_ROWS * d], stride=_COV_ROWS)
             for k0 in range(0, n, _COV_ROWS):
-                pyopnb_cov_block(&X[k0, 0], min(<Py_ssize_t> _COV_ROWS, n - k0), d, m, pi, pj, a0, a1,
-                                 &hl[part * 2 * _COV_ROWS * d], &hl[(part * 2 + 1) * _COV_ROWS * d],
-                                 &devs[part * _COV_ROWS * d], _COV_ROWS, acc)
+                pyopnb_cov_block(&X[k0, 0], min(<Py_ssize_t> _COV_ROWS, n - k0), &share, &buf)
         for pr in range(npair):
             ov[pi[pr], pj[pr]] = <double> (acc[pr] / (n - 1))
             ov[pj[pr], pi[pr]] = ov[pi[pr], pj[pr]]

@@ -10,6 +10,15 @@ cdef extern from "_core/threads.h" nogil:
     # the same for a product-sum loop of this many entries
     int _entry_threads(int nthr, Py_ssize_t entries)
 
+cdef extern from "_core/blocks.h" nogil:
+    # the fixed blocks of rows that sums over the points are added by (see blocks.h): how many, and their length
+    Py_ssize_t _row_blocks "pyopnb_row_blocks"(Py_ssize_t n)
+    Py_ssize_t _row_block_len "pyopnb_block_len"(Py_ssize_t n)
+    Py_ssize_t BLOCK_ROWS "PYOPNB_BLOCK_ROWS"
+    Py_ssize_t MAX_BLOCKS "PYOPNB_MAX_BLOCKS"
+    # sum_i w_i t_i (w NULL: sum_i t_i) by the blocks
+    double _block_sum "pyopnb_block_sum"(const double* t, const double* w, Py_ssize_t n)
+
 # the highest power a of the kernel sum_{k <= a} beta_k |u|^k exp(-|u|)
 cdef enum:
     _MAX_ORDER = 62

@@ -69,12 +69,37 @@ static void pyopnb_cov_pairs(const Dev& dev, ptrdiff_t nb, const ptrdiff_t* pi, 
     }
 }
 
-/* one block of nb rows x[k * d + j] (row-major, d columns) less the means m,
- * into the part's buffers h, l and v ([d, stride] each): the sums of its
- * pairs [a0, a1) added to acc */
-static inline void pyopnb_cov_block(const double* x, ptrdiff_t nb, ptrdiff_t d, const double* m,
-                                    const ptrdiff_t* pi, const ptrdiff_t* pj, ptrdiff_t a0, ptrdiff_t a1,
-                                    double* h, double* l, long double* v, ptrdiff_t stride, long double* acc) {
+/* One part's share of cov: d columns' means m, the pairs (pi[a], pj[a]),
+ * a0 <= a < a1, and their sums acc */
+typedef struct {
+    const double* m;
+    ptrdiff_t d;
+    const ptrdiff_t* pi;
+    const ptrdiff_t* pj;
+    ptrdiff_t a0;
+    ptrdiff_t a1;
+    long double* acc;
+} pyopnb_cov_part;
+
+/* A part's deviations of a block of rows, column by column ([d, stride]
+ * each): split into double high and low parts (h, l), or in long double (v)
+ * where a split is not exact */
+typedef struct {
+    double* h;
+    double* l;
+    long double* v;
+    ptrdiff_t stride;
+} pyopnb_cov_devs;
+
+/* one block of nb rows x[k * d + j] (row-major) less the means, into the
+ * part's deviations: the sums of its pairs added to its acc */
+static inline void pyopnb_cov_block(const double* x, ptrdiff_t nb, const pyopnb_cov_part* P,
+                                    const pyopnb_cov_devs* buf) {
+    const ptrdiff_t d = P->d, stride = buf->stride;
+    const double* m = P->m;
+    double* h = buf->h;
+    double* l = buf->l;
+    long double* v = buf->v;
     bool split = true;
     for (ptrdiff_t k = 0; k < nb; ++k)
         for (ptrdiff_t j = 0; j < d; ++j) {
@@ -87,13 +112,13 @@ static inline void pyopnb_cov_block(const double* x, ptrdiff_t nb, ptrdiff_t d, 
         }
     if (split) {
         const PyopnbDevSplit dev = {h, l, stride};
-        pyopnb_cov_pairs(dev, nb, pi, pj, a0, a1, acc);
+        pyopnb_cov_pairs(dev, nb, P->pi, P->pj, P->a0, P->a1, P->acc);
         return;
     }
     for (ptrdiff_t k = 0; k < nb; ++k)
         for (ptrdiff_t j = 0; j < d; ++j) v[j * stride + k] = (long double)x[k * d + j] - (long double)m[j];
     const PyopnbDevLong dev = {v, stride};
-    pyopnb_cov_pairs(dev, nb, pi, pj, a0, a1, acc);
+    pyopnb_cov_pairs(dev, nb, P->pi, P->pj, P->a0, P->a1, P->acc);
 }
 
 #endif

@@ -21,7 +21,7 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _thread_id
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _row_blocks, _thread_id
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
@@ -68,14 +68,6 @@ cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, in
     out[0] = first
     out[1] = second
     pyopnb_block_products(level, &T, i0, m, 2 if second.pr != NULL else 1, <int> ptrs.shape[1], out)
-
-
-cdef inline Py_ssize_t _bin_nblk(Py_ssize_t n) noexcept nogil:
-    """Blocks of points whose grid weights are summed apart and then added in
-    block order (R's binned passes): a function of n only, so the sums do not
-    depend on the threads; one block up to 65536 points (the order of a
-    single sequential pass), at most 64 (their grids' memory)."""
-    return max(1, min(64, (n + 65535) // 65536))
 
 
 cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept nogil:
@@ -181,8 +173,15 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, co
 DEF _FRAC_CHUNK = 256
 
 
-cdef void _bin_points(const Problem* P, const double* z, double lo, double delta, Py_ssize_t nbin,
-                      Py_ssize_t i0, Py_ssize_t i1, int* cells, double* pl, double* ps) noexcept nogil:
+cdef struct GridAxis:
+    # a column's grid: nbin points from lo, delta apart
+    double lo
+    double delta
+    Py_ssize_t nbin
+
+
+cdef void _bin_points(const Problem* P, const double* z, GridAxis grid, Py_ssize_t i0, Py_ssize_t i1, int* cells,
+                      double* pl, double* ps) noexcept nogil:
     """Points i0..i1-1 of a column z binned into a block's grids [nbin, K]
     (zeroed first): linear binning into pl, whole weights into ps (NULL:
     none), each class's weight 1/(n_k h_k); each point's cell into cells.
@@ -190,9 +189,9 @@ cdef void _bin_points(const Problem* P, const double* z, double lo, double delta
     (_cell_frac's value), made for a chunk of points in a loop of its own:
     the compiler puts several in a vector division, with the same bits."""
     cdef double fr[_FRAC_CHUNK]
-    cdef Py_ssize_t c0, c1, i, g
+    cdef Py_ssize_t c0, c1, i, g, nbin = grid.nbin
     cdef int k, K = P.K
-    cdef double frac, wt
+    cdef double frac, wt, lo = grid.lo, delta = grid.delta
     memset(pl, 0, nbin * K * sizeof(double))
     if ps != NULL:
         memset(ps, 0, nbin * K * sizeof(double))
@@ -229,7 +228,7 @@ cdef class GridTables:
 
     Parallel work: the passes over the points go by (column, block of
     points) on every thread, each block binning its points into its own grid
-    (blocks fixed by n, see _bin_nblk, added in order); the grid-sized kernel
+    (blocks fixed by n, _core/blocks.h, added in order); the grid-sized kernel
     sums go a column to a thread.
     """
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
@@ -244,7 +243,7 @@ cdef class GridTables:
         self.wk._ensure(<int> min(ndim, self.wk.P.n_threads))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self._run_on(self.wk.P.n_threads)
-        self.nblk = _bin_nblk(self.n)
+        self.nblk = _row_blocks(self.n)
         self.has_gradient = gradient
         self.Zt = None
         self.lo = np.empty(ndim)
@@ -347,8 +346,8 @@ cdef class GridTables:
                 t = it // nblk
                 i0 = (it % nblk) * B
                 i1 = min(n, i0 + B)
-                _bin_points(P, &Zt[t, 0], lov[t], dv[t], nbin, i0, i1, &cv[t, 0], &PL[it * TK],
-                            &PS[it * TK] if simple else NULL)
+                _bin_points(P, &Zt[t, 0], GridAxis(lo=lov[t], delta=dv[t], nbin=nbin), i0, i1, &cv[t, 0],
+                            &PL[it * TK], &PS[it * TK] if simple else NULL)
             for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
                 tid = _thread_id()
                 col = &cols[tid]

@@ -21,23 +21,32 @@ from pyopnb._core.grid cimport GridSum, GridTables, Support, _GridEvaluator, _bl
 cnp.import_array()
 
 
-cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const int* cell_of, const double* Zt,
-                        const double* lo, const double* delta, Py_ssize_t n, Py_ssize_t ndim,
-                        Py_ssize_t i0, Py_ssize_t m, double* acc) noexcept nogil:
+cdef struct GridPoints:
+    # the n points on each of ndim columns' grids
+    const double* Zt            # [ndim, n]: their projections
+    const int* cell_of          # [ndim, n]: their cells
+    const double* lo            # [ndim]: each grid's first point
+    const double* delta         # [ndim]: and its spacing
+    Py_ssize_t n
+    Py_ssize_t ndim
+
+
+cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const GridPoints* at, Py_ssize_t i0, Py_ssize_t m,
+                        double* acc) noexcept nogil:
     """acc [m, K]: for the points i0..i0+m-1, the sum over the columns (in
     order) of the tables T [ndim, TK] interpolated linearly between the
     point's two grid points, (1 - u) T[g] + u T[g + 1]."""
-    cdef Py_ssize_t t, j, i, g
+    cdef Py_ssize_t t, j, i, g, n = at.n
     cdef int k
     cdef double u
     cdef const double* row
     cdef double* a
     memset(acc, 0, m * K * sizeof(double))
-    for t in range(ndim):
+    for t in range(at.ndim):
         for j in range(m):
             i = i0 + j
-            g = cell_of[t * n + i]
-            u = _cell_frac(Zt[t * n + i], lo[t], delta[t], g)
+            g = at.cell_of[t * n + i]
+            u = _cell_frac(at.Zt[t * n + i], at.lo[t], at.delta[t], g)
             row = &T[t * TK + g * K]
             a = &acc[j * K]
             for k in range(K):
@@ -100,17 +109,15 @@ cdef class InterpGridTables(GridTables):
         cdef double[:, ::1] av = self._vp_scratch
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
-        cdef const double* Zp = _data_or_null(self.Zt)
-        cdef const double* lo = _data_or_null(self.lo)
-        cdef const double* dl = _data_or_null(self.delta)
-        cdef const int* cell_of = &self.cells[0, 0]
+        cdef GridPoints at = GridPoints(Zt=_data_or_null(self.Zt), cell_of=&self.cells[0, 0],
+                                        lo=_data_or_null(self.lo), delta=_data_or_null(self.delta), n=n, ndim=ndim)
         cdef double total = 0.0
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
                 tid = _thread_id()
                 i0 = b * B
                 m = min(B, n - i0)
-                _block_interp(Tl, self.TK, K, cell_of, Zp, lo, dl, n, ndim, i0, m, &av[tid, 0])
+                _block_interp(Tl, self.TK, K, &at, i0, m, &av[tid, 0])
                 for j in range(m):
                     tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
                                                 &pp[(i0 + j) * K] if posteriors else NULL)

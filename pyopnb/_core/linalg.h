@@ -8,9 +8,11 @@
  * compiler from fusing products into sums, and the AVX2 path is compiled for
  * "avx2" alone (not "fma").
  *
- * Threads split the l (whole rows of C, so never a sum) and go through the
- * rows of A and B a block at a time together: a block is read from memory
- * once and shared through the cache, not once per thread.
+ * In t(X) %*% dZ the rows go by the fixed blocks of blocks.h: each block's
+ * partial is summed in row order from 0, and the partials are added in
+ * block order, so that R's order holds up to one block (65536 rows) and the
+ * bits depend on n alone above it. Threads take (block, range of l) items
+ * as they come free: a thread on a busy core does fewer.
  */
 #ifndef PYOPNB_LINALG_H
 #define PYOPNB_LINALG_H
@@ -18,7 +20,9 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "blocks.h"
 #include "simd.h"
+#include "threads.h"
 
 /* rows per block: a block of A (p doubles a row) and of B (qp) stays in cache */
 #define PYOPNB_XP_ROWS 512
@@ -109,36 +113,68 @@ static inline void pyopnb_xp(int level, const double* A, ptrdiff_t m, ptrdiff_t 
     pyopnb_xp_base(A, m, p, B, qp, l0, l1, C);
 }
 
-/* C [p, qp] = A'B for A [n, p] row-major and B given transposed, Bt [q, n]
- * (rows of Bt contiguous, as the objective's dZ'), qp = q rounded up to 8.
- * The threads take fixed ranges of l and go through the rows on their own,
- * a block at a time: each lays out its block of B row-major (zero columns
- * past q, written once) in its own part of buf (min(p, nthr) parts of
- * PYOPNB_XP_ROWS * qp doubles), so that no thread waits for another between blocks (at two
- * barriers a block, two threads took longer than one). Each entry is
- * summed over the rows in order whatever the threads. */
-static void pyopnb_crossprod_t(int level, const double* A, ptrdiff_t n, ptrdiff_t p, const double* Bt,
-                               ptrdiff_t q, ptrdiff_t qp, double* C, double* buf, int nthr) {
-    const int parts = (int)(p < nthr ? p : nthr);
-    for (ptrdiff_t j = 0; j < p * qp; ++j) C[j] = 0.0;
-    if (p == 0 || q == 0) return;
-#pragma omp parallel for num_threads(parts > 0 ? parts : 1) if (parts > 1) schedule(static)
-    for (int part = 0; part < parts; ++part) {
-        double* own = buf + (ptrdiff_t)part * PYOPNB_XP_ROWS * qp;
-        const ptrdiff_t l0 = p * part / parts, l1 = p * (part + 1) / parts;
-        for (ptrdiff_t i0 = 0; i0 < n; i0 += PYOPNB_XP_ROWS) {
-            const ptrdiff_t m = n - i0 < PYOPNB_XP_ROWS ? n - i0 : PYOPNB_XP_ROWS;
-            for (ptrdiff_t t = 0; t < qp; ++t) {
-                if (t < q) {
-                    const double* src = Bt + t * n + i0;
-                    for (ptrdiff_t i = 0; i < m; ++i) own[i * qp + t] = src[i];
-                } else if (i0 == 0) {
-                    /* the zero columns stay zero: only the first block writes them */
-                    for (ptrdiff_t i = 0; i < PYOPNB_XP_ROWS; ++i) own[i * qp + t] = 0.0;
-                }
-            }
-            pyopnb_xp(level, A + i0 * p, m, p, own, qp, l0, l1, C);
+/* A'B's operands: A [n, p] row-major and B given transposed, Bt [q, n]
+ * (rows of Bt contiguous, as the objective's dZ'), C's rows padded to qp,
+ * q rounded up to 8 */
+typedef struct {
+    const double* A;
+    ptrdiff_t n;
+    ptrdiff_t p;
+    const double* Bt;
+    ptrdiff_t q;
+    ptrdiff_t qp;
+} pyopnb_xp_operands;
+
+/* C[l0:l1, :] += A[i0:i1, l0:l1]' B[i0:i1, :], rows in order, PYOPNB_XP_ROWS
+ * at a time: each laid out row-major in own (PYOPNB_XP_ROWS * qp doubles,
+ * its columns past q zero) */
+static inline void pyopnb_xp_block(int level, const pyopnb_xp_operands* X, ptrdiff_t i0, ptrdiff_t i1,
+                                   ptrdiff_t l0, ptrdiff_t l1, double* C, double* own) {
+    const ptrdiff_t n = X->n, p = X->p, q = X->q, qp = X->qp;
+    for (ptrdiff_t r0 = i0; r0 < i1; r0 += PYOPNB_XP_ROWS) {
+        const ptrdiff_t m = i1 - r0 < PYOPNB_XP_ROWS ? i1 - r0 : PYOPNB_XP_ROWS;
+        for (ptrdiff_t t = 0; t < q; ++t) {
+            const double* src = X->Bt + t * n + r0;
+            for (ptrdiff_t i = 0; i < m; ++i) own[i * qp + t] = src[i];
         }
+        pyopnb_xp(level, X->A + r0 * p, m, p, own, qp, l0, l1, C);
+    }
+}
+
+/* C [p, qp] = A'B by the blocks of blocks.h: block b's partial into
+ * part + b p qp (C itself where there is one block), then the partials
+ * added into C in block order. Items (block, range of l), as many ranges
+ * of l as make at least nthr items; each thread's own rows of B in buf
+ * (nthr parts of PYOPNB_XP_ROWS * qp doubles). */
+static void pyopnb_crossprod_t(int level, const pyopnb_xp_operands* X, double* C, double* part, double* buf,
+                               int nthr) {
+    const ptrdiff_t n = X->n, p = X->p, qp = X->qp;
+    const ptrdiff_t nblk = pyopnb_row_blocks(n), B = pyopnb_block_len(n);
+    double* out = nblk == 1 ? C : part;
+    for (ptrdiff_t j = 0; j < nblk * p * qp; ++j) out[j] = 0.0;
+    if (nblk > 1)
+        for (ptrdiff_t j = 0; j < p * qp; ++j) C[j] = 0.0;
+    if (p == 0 || X->q == 0) return;
+    ptrdiff_t lparts = (nthr + nblk - 1) / nblk;
+    if (lparts > p) lparts = p;
+    if (lparts < 1) lparts = 1;
+    const ptrdiff_t items = nblk * lparts;
+    const int team = (int)(items < nthr ? items : nthr);
+#pragma omp parallel num_threads(team > 0 ? team : 1) if (team > 1)
+    {
+        double* own = buf + (ptrdiff_t)_thread_id() * PYOPNB_XP_ROWS * qp;
+        memset(own, 0, PYOPNB_XP_ROWS * qp * sizeof(double));
+#pragma omp for schedule(dynamic)
+        for (ptrdiff_t it = 0; it < items; ++it) {
+            const ptrdiff_t b = it / lparts, lp = it % lparts;
+            const ptrdiff_t i0 = b * B, i1 = i0 + B < n ? i0 + B : n;
+            pyopnb_xp_block(level, X, i0, i1, p * lp / lparts, p * (lp + 1) / lparts, out + b * p * qp, own);
+        }
+    }
+    if (nblk == 1) return;
+    for (ptrdiff_t b = 0; b < nblk; ++b) {
+        const double* src = part + b * p * qp;
+        for (ptrdiff_t j = 0; j < p * qp; ++j) C[j] = C[j] + src[j];
     }
 }
 

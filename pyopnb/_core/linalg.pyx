@@ -24,14 +24,20 @@ from libc.math cimport sqrt, fabs, exp as c_exp, log as c_log
 from libc.stdlib cimport malloc, calloc, free
 
 from pyopnb._core.project import project
-from pyopnb._core.common cimport _entry_threads
+from pyopnb._core.common cimport _entry_threads, _row_blocks
 from pyopnb._core.simd cimport simd_path
 
 cnp.import_array()
 
 cdef extern from "_core/linalg.h" nogil:
-    void pyopnb_crossprod_t(int level, const double* A, Py_ssize_t n, Py_ssize_t p, const double* Bt,
-                            Py_ssize_t q, Py_ssize_t qp, double* C, double* buf, int nthr)
+    ctypedef struct pyopnb_xp_operands:
+        const double* A
+        Py_ssize_t n
+        Py_ssize_t p
+        const double* Bt
+        Py_ssize_t q
+        Py_ssize_t qp
+    void pyopnb_crossprod_t(int level, const pyopnb_xp_operands* X, double* C, double* part, double* buf, int nthr)
     int PYOPNB_XP_ROWS
 
 __all__ = ["crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array", "c_exp_array"]
@@ -47,21 +53,25 @@ def crossprod(A, B, int num_threads):
 
 def crossprod_t(const double[:, ::1] A, const double[:, ::1] Bt, int num_threads):
     """A'B [p, q] from A [n, p] and B given transposed, Bt [q, n] (the
-    objective's dZ'): t(X) %*% dZ in R's order. Threads take ranges of l
-    and go through the rows a block at a time, each on its own."""
+    objective's dZ'): t(X) %*% dZ, each entry summed over the rows in order
+    within each of the fixed blocks of rows (_core/blocks.h; R's order up
+    to one block, 65536 rows), the blocks' partials added in block order.
+    Threads take (block, range of l) items as they come free."""
     cdef Py_ssize_t n = A.shape[0], p = A.shape[1], q = Bt.shape[0]
     if Bt.shape[1] != n:
         raise ValueError(f"A has {n} rows but Bt has {Bt.shape[1]} columns")
-    cdef Py_ssize_t qp = ((q + 7) // 8) * 8
-    C = np.empty((p, qp))
-    cdef double[:, ::1] cv = C
-    cdef int level = simd_path(), nthr = _entry_threads(num_threads, n * p * q)
-    buf = np.empty(max(1, min(p, nthr)) * PYOPNB_XP_ROWS * qp)  # a block of B per thread
-    cdef double[::1] bv = buf
     if n == 0 or p == 0 or q == 0:
         return np.zeros((p, q))
+    cdef Py_ssize_t qp = ((q + 7) // 8) * 8, nblk = _row_blocks(n)
+    C = np.empty((p, qp))
+    cdef double[:, ::1] cv = C
+    cdef int level = simd_path(), nthr = max(1, _entry_threads(num_threads, n * p * q))
+    buf = np.empty(nthr * PYOPNB_XP_ROWS * qp)  # each thread's rows of B
+    part = np.empty(nblk * p * qp if nblk > 1 else 1)  # the blocks' partials
+    cdef double[::1] bv = buf, pv = part
+    cdef pyopnb_xp_operands X = pyopnb_xp_operands(A=&A[0, 0], n=n, p=p, Bt=&Bt[0, 0], q=q, qp=qp)
     with nogil:
-        pyopnb_crossprod_t(level, &A[0, 0], n, p, &Bt[0, 0], q, qp, &cv[0, 0], &bv[0], nthr)
+        pyopnb_crossprod_t(level, &X, &cv[0, 0], &pv[0], &bv[0], nthr)
     return np.ascontiguousarray(C[:, :q])
 
 

@@ -3,6 +3,7 @@
 from libc.math cimport exp, log, INFINITY
 
 from pyopnb._ksum cimport Kernel, RunningSums
+from pyopnb._core.common cimport _block_sum
 from pyopnb._core.sort cimport SortMemo
 from pyopnb._core.evaluator cimport CoreEvaluator
 
@@ -84,17 +85,9 @@ cdef inline double _point_weight(const Problem* P, Py_ssize_t i) noexcept nogil:
 
 
 cdef inline double _terms_mean(const double* terms, const Problem* P) noexcept nogil:
-    """l from the points' terms: summed in point order (whatever the threads), each times its weight, over
-    the total weight (without weights: their sum over n, as before weights)."""
-    cdef double total = 0.0
-    cdef Py_ssize_t i
-    if P.w == NULL:
-        for i in range(P.n):
-            total = total + terms[i]
-        return total / P.n
-    for i in range(P.n):
-        total = total + P.w[i] * terms[i]
-    return total / P.W
+    """l from the points' terms, each times its weight, summed by the fixed blocks of rows (whatever the
+    threads; point order up to one block), over the total weight (without weights: over n)."""
+    return _block_sum(terms, P.w, P.n) / (<double> P.n if P.w == NULL else P.W)
 
 
 cdef inline int _wave(Py_ssize_t ndim, int nthr) noexcept nogil:

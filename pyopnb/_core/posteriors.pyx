@@ -10,7 +10,7 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 
-from pyopnb._core.common cimport _region_threads, _thread_id
+from pyopnb._core.common cimport _block_sum, _region_threads, _thread_id
 
 
 def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const int[::1] y,
@@ -62,6 +62,7 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
     cdef double[::1] tv = terms
     cdef double[:, ::1] lfv = lf
     cdef double total = 0.0
+    cdef const double* wp = &wv[0] if weighted and n > 0 else NULL
     with nogil:
         for i in prange(n, num_threads=nthr, schedule="static"):
             tid = _thread_id()
@@ -70,13 +71,9 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
             if apart:
                 tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &vPI[0], &lpv[1, 0], K, y[i], NULL,
                                                 True, &lfv[tid, 0])
-        # summed in order, so that the value does not depend on the threads
-        if weighted:
-            for i in range(n):
-                total = total + wv[i] * tv[i]
-        else:
-            for i in range(n):
-                total = total + tv[i]
+        # summed by the fixed blocks of rows, so that the value does not depend on the threads
+        if n > 0:
+            total = _block_sum(&tv[0], wp, n)
     return total / Wt, post
 
 

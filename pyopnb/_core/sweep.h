@@ -49,6 +49,33 @@ PYOPNB_INLINE V pyopnb_dksum1(double g0, double g1, V l0, V l1, V r0, V r1) {
     return (0.0 + g0 * (l0 - r0)) + g1 * (l1 - r1);
 }
 
+/* What a sweep reads of a column: weights W [G, r] on G anchors x
+ * (nondecreasing), weight column c in bandwidth h[c] (h[0] for all where
+ * shared), the default kernel's coefficients beta and gamma (K'(u) for
+ * u > 0), and T the gaps' decays as _recurse lays them out */
+typedef struct {
+    const double* x;
+    ptrdiff_t G;
+    const double* W;
+    int r;
+    const double* h;
+    int shared;
+    const double* beta;
+    const double* gamma;
+    const double* T;
+} pyopnb_sweep_anchors;
+
+/* Where a sweep's sums go: m evaluation rows that sit on their anchors
+ * lo[q] (nondecreasing), row q's output in row outrow[q] (NULL: q) of the
+ * sums S and the derivatives' sums D [rows, r] (either NULL: not wanted) */
+typedef struct {
+    const ptrdiff_t* lo;
+    ptrdiff_t m;
+    const ptrdiff_t* outrow;
+    double* S;
+    double* D;
+} pyopnb_sweep_rows;
+
 /* One pair of weight columns (c, c + 1), a column to a lane; with FULL
  * false the last column of an odd number, in both lanes. SHARED: one
  * bandwidth, T [G, 2] the gaps' decays; else class bandwidths, T [G, r]
@@ -66,6 +93,8 @@ struct PyopnbSweepPair {
     const double* W;
     const double* h;
     const double* T;
+    const double* beta;
+    const double* gamma;
     pyopnb_v2d* L;
     pyopnb_v2d* R;
     ptrdiff_t G;
@@ -111,14 +140,17 @@ struct PyopnbSweepPair {
             out[o * r + c] = v[0];
     }
     /* row o's sum and derivative from the entries on both sides of its anchor */
-    inline void emit(ptrdiff_t o, pyopnb_v2d l0, pyopnb_v2d l1, pyopnb_v2d r0, pyopnb_v2d r1,
-                     const double* beta, const double* gamma, double* S, double* D) const {
-        if (S) put(S, o, pyopnb_ksum1(beta[0], beta[1], l0, l1, r0, r1));
-        if (D) put(D, o, pyopnb_dksum1(gamma[0], gamma[1], l0, l1, r0, r1));
+    inline void emit(const pyopnb_sweep_rows* ev, ptrdiff_t q, pyopnb_v2d l0, pyopnb_v2d l1, pyopnb_v2d r0,
+                     pyopnb_v2d r1) const {
+        const ptrdiff_t o = ev->outrow ? ev->outrow[q] : q;
+        if (ev->S) put(ev->S, o, pyopnb_ksum1(beta[0], beta[1], l0, l1, r0, r1));
+        if (ev->D) put(ev->D, o, pyopnb_dksum1(gamma[0], gamma[1], l0, l1, r0, r1));
     }
 
-    void run(const double* beta, const double* gamma, const ptrdiff_t* lo, ptrdiff_t m, ptrdiff_t qmid,
-             const ptrdiff_t* outrow, double* S, double* D) const {
+    /* qmid: the first row at an anchor >= G / 2 (the forward sweep's; the rest the backward's) */
+    void run(const pyopnb_sweep_rows* ev, ptrdiff_t qmid) const {
+        const ptrdiff_t* lo = ev->lo;
+        const ptrdiff_t m = ev->m;
         const ptrdiff_t H = G / 2;
         const pyopnb_v2d zero = pyopnb_v2d{0.0, 0.0};
         pyopnb_v2d l0 = pair(&W[c]), l1 = zero, r0 = zero, r1 = zero;
@@ -144,61 +176,51 @@ struct PyopnbSweepPair {
             const ptrdiff_t gf = H + s, gb = H - 1 - s;
             forward(gf, &l0, &l1);
             backward(gb, &r0, &r1);
-            for (; qf < m && lo[qf] == gf; ++qf)
-                emit(outrow ? outrow[qf] : qf, l0, l1, R[2 * gf], R[2 * gf + 1], beta, gamma, S, D);
-            for (; qb >= 0 && lo[qb] == gb; --qb)
-                emit(outrow ? outrow[qb] : qb, L[2 * gb], L[2 * gb + 1], r0, r1, beta, gamma, S, D);
+            for (; qf < m && lo[qf] == gf; ++qf) emit(ev, qf, l0, l1, R[2 * gf], R[2 * gf + 1]);
+            for (; qb >= 0 && lo[qb] == gb; --qb) emit(ev, qb, L[2 * gb], L[2 * gb + 1], r0, r1);
         }
         if (G - H > H) {  /* G odd: the last anchor */
             if (H > 0) forward(G - 1, &l0, &l1);
-            for (; qf < m && lo[qf] == G - 1; ++qf)
-                emit(outrow ? outrow[qf] : qf, l0, l1, R[2 * (G - 1)], R[2 * (G - 1) + 1], beta, gamma, S, D);
+            for (; qf < m && lo[qf] == G - 1; ++qf) emit(ev, qf, l0, l1, R[2 * (G - 1)], R[2 * (G - 1) + 1]);
         }
     }
 };
 
 template <bool SHARED, bool FULL>
-static inline void pyopnb_sweep_pair(const double* anchors, ptrdiff_t G, const double* W, int r, int c,
-                                     const double* h, const double* T, double* L, double* R, const double* beta,
-                                     const double* gamma, const ptrdiff_t* lo, ptrdiff_t m, ptrdiff_t qmid,
-                                     const ptrdiff_t* outrow, double* S, double* D) {
-    const PyopnbSweepPair<SHARED, FULL> sw = {anchors, W, h, T, (pyopnb_v2d*)L, (pyopnb_v2d*)R, G, r, c};
-    sw.run(beta, gamma, lo, m, qmid, outrow, S, D);
+static inline void pyopnb_sweep_pair(const pyopnb_sweep_anchors* A, int c, const pyopnb_sweep_rows* ev,
+                                     ptrdiff_t qmid, double* L, double* R) {
+    const PyopnbSweepPair<SHARED, FULL> sw = {A->x, A->W, A->h, A->T, A->beta, A->gamma, (pyopnb_v2d*)L,
+                                              (pyopnb_v2d*)R, A->G, A->r, c};
+    sw.run(ev, qmid);
 }
 
-/* Sums S and derivatives D [rows, r] (either NULL if not wanted) of weights
- * W [G, r] sitting on G anchors, default kernel (beta and gamma: K'(u) for
- * u > 0), weight column c in bandwidth h[c] (h[0] for all when shared), at
- * m evaluation rows that sit on their anchors lo[q] (nondecreasing; row
- * q's output is outrow[q], or q), on one thread. T: the gaps' decays as
- * _recurse lays them out. L and R: scratch of 4 G doubles each, 16-byte
- * aligned. */
-static inline void pyopnb_sweep1(const double* anchors, ptrdiff_t G, const double* W, int r, const double* h,
-                                 int shared, const double* beta, const double* gamma, double* L, double* R,
-                                 const double* T, const ptrdiff_t* lo, ptrdiff_t m, const ptrdiff_t* outrow,
-                                 double* S, double* D) {
+/* The sums of A's weights at ev's rows, on one thread. L and R: scratch of
+ * 4 G doubles each, 16-byte aligned. */
+static inline void pyopnb_sweep1(const pyopnb_sweep_anchors* A, const pyopnb_sweep_rows* ev, double* L, double* R) {
+    const ptrdiff_t G = A->G, m = ev->m;
+    const int r = A->r;
     if (G == 0) return;
     /* the first row at an anchor >= G / 2: the forward sweep's, the rest the backward's */
     ptrdiff_t a = 0, b = m;
     while (a < b) {
         const ptrdiff_t mid = (a + b) / 2;
-        if (lo[mid] < G / 2)
+        if (ev->lo[mid] < G / 2)
             a = mid + 1;
         else
             b = mid;
     }
     int c = 0;
     for (; c + 2 <= r; c += 2) {
-        if (shared)
-            pyopnb_sweep_pair<true, true>(anchors, G, W, r, c, h, T, L, R, beta, gamma, lo, m, a, outrow, S, D);
+        if (A->shared)
+            pyopnb_sweep_pair<true, true>(A, c, ev, a, L, R);
         else
-            pyopnb_sweep_pair<false, true>(anchors, G, W, r, c, h, T, L, R, beta, gamma, lo, m, a, outrow, S, D);
+            pyopnb_sweep_pair<false, true>(A, c, ev, a, L, R);
     }
     if (c < r) {
-        if (shared)
-            pyopnb_sweep_pair<true, false>(anchors, G, W, r, c, h, T, L, R, beta, gamma, lo, m, a, outrow, S, D);
+        if (A->shared)
+            pyopnb_sweep_pair<true, false>(A, c, ev, a, L, R);
         else
-            pyopnb_sweep_pair<false, false>(anchors, G, W, r, c, h, T, L, R, beta, gamma, lo, m, a, outrow, S, D);
+            pyopnb_sweep_pair<false, false>(A, c, ev, a, L, R);
     }
 }
 

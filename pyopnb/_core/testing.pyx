@@ -6,7 +6,7 @@ argsorts), so that tests can hold each to its reference alone. Nothing in
 pyopnb imports this module."""
 import numpy as np
 
-from pyopnb._core.common cimport _MAX_ORDER
+from pyopnb._core.common cimport _MAX_ORDER, _block_sum, _row_block_len, _row_blocks
 from pyopnb._core.decay cimport pyopnb_decay as _decay, pyopnb_decay_from_exp as _decay_from_exp, pyopnb_exps as _exps
 from pyopnb._core.sort cimport SortMemo, _argsort, _argsort_memo
 
@@ -32,6 +32,24 @@ def gap_decays(const double[::1] dist, const double[::1] h, int a):
         for c in range(r):
             _decay_from_exp(ev[c], dist[j] / h[c], a, &tv[j, c, 0])
     return T
+
+
+def row_blocks(Py_ssize_t n):
+    """(number of blocks, rows per block) of the fixed blocks of n rows (_core/blocks.h)."""
+    return _row_blocks(n), _row_block_len(n)
+
+
+def block_sum(const double[::1] t, w=None):
+    """sum_i w_i t_i (w None: sum_i t_i) as the value sums its points' terms: by the fixed blocks of rows."""
+    cdef Py_ssize_t n = t.shape[0]
+    cdef const double[::1] wv
+    cdef const double* wp = NULL
+    if w is not None:
+        wv = np.ascontiguousarray(w, dtype=np.float64)
+        if wv.shape[0] != n:
+            raise ValueError("w must have one entry per term")
+        wp = &wv[0] if n else NULL
+    return _block_sum(&t[0], wp, n) if n else 0.0
 
 
 def argsort(const double[::1] x, int num_threads):

@@ -61,9 +61,9 @@ def items() -> List[Tuple[str, Callable[[], Any]]]:
         return {"model": _model(m), "posterior": predict(m, Xte)["posterior"],
                 "log": predict(m, Xte, log=True)["log_posterior"]}
 
-    def objective():
-        _, _, Xs = r_standardise(Xc)
-        y0 = yc.astype(np.int32)
+    def objective(X=Xc, y=yc):
+        _, _, Xs = r_standardise(X)
+        y0 = y.astype(np.int32)
         V = np.random.default_rng(7).normal(size=(Xs.shape[1], 4))
         PI = np.bincount(y0) / y0.size
         out = {}
@@ -83,10 +83,17 @@ def items() -> List[Tuple[str, Callable[[], Any]]]:
         j = OPNBClassifier(formulation="journal", ndim=2, gamma=0.5).fit(Xc, yc)
         return {"R": (r.predict_proba(Xc_te), r.transform(Xc_te)), "journal": (j.predict_proba(Xc_te), j.transform(Xc_te))}
 
+    def objective_in_blocks():
+        # more rows than one block (pyopnb/_core/blocks.h): breast cancer 500 times, copy k scaled by 1 + k 1e-4
+        copies = 500
+        scale = 1.0 + 1e-4 * np.repeat(np.arange(copies), Xc.shape[0])[:, None]
+        return objective(np.tile(Xc, (copies, 1)) * scale, np.tile(yc, copies))
+
     eye = np.eye(iris.data.shape[1]) + 0.1
     return [
         ("starts: eigen(cov) and LDA, breast cancer", starts),
         ("objective and gradient, breast cancer", objective),
+        ("objective and gradient, 142,000 rows in three blocks", objective_in_blocks),
         ("OPNB binned, Pima", lambda: fit_and_predict(OPNB(pima.X_train, pima.y_train, ndim=3), pima.X_test)),
         ("OPNB exact, wine", lambda: fit_and_predict(OPNB(wine.data, wine.target, ndim=4, nbin=None), wine.data)),
         ("OPNB binned, breast cancer", lambda: fit_and_predict(OPNB(Xc, yc, ndim=5), Xc_te)),
