@@ -27,6 +27,15 @@ static inline ptrdiff_t pyopnb_block_len(ptrdiff_t n) {
     return (n + b - 1) / b;
 }
 
+/* part[0] += part[1], then part[2], ...: the blocks' partials (nblk of len
+ * entries each) added in block order, into the first */
+static inline void pyopnb_reduce_blocks(double* part, ptrdiff_t nblk, ptrdiff_t len) {
+    for (ptrdiff_t b = 1; b < nblk; ++b) {
+        const double* src = part + b * len;
+        for (ptrdiff_t j = 0; j < len; ++j) part[j] = part[j] + src[j];
+    }
+}
+
 /* sum_i w_i t_i over the points i < n (w NULL: sum_i t_i) by the blocks:
  * the value's sum of its points' terms */
 static inline double pyopnb_block_sum(const double* t, const double* w, ptrdiff_t n) {

@@ -16,6 +16,8 @@ cdef extern from "_core/blocks.h" nogil:
     Py_ssize_t _row_block_len "pyopnb_block_len"(Py_ssize_t n)
     Py_ssize_t BLOCK_ROWS "PYOPNB_BLOCK_ROWS"
     Py_ssize_t MAX_BLOCKS "PYOPNB_MAX_BLOCKS"
+    # the blocks' partials [nblk, len] added in block order into the first
+    void _reduce_blocks "pyopnb_reduce_blocks"(double* part, Py_ssize_t nblk, Py_ssize_t len)
     # sum_i w_i t_i (w NULL: sum_i t_i) by the blocks
     double _block_sum "pyopnb_block_sum"(const double* t, const double* w, Py_ssize_t n)
 

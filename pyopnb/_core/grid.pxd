@@ -44,7 +44,6 @@ cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, in
                           pyopnb_running first, pyopnb_running second) noexcept nogil
 
 
-cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept nogil
 
 
 cdef struct GridSum:

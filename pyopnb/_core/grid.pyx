@@ -21,7 +21,7 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _region_threads, _row_blocks, _thread_id
+from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _reduce_blocks, _region_threads, _row_blocks, _thread_id
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
@@ -69,16 +69,6 @@ cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, in
     out[1] = second
     pyopnb_block_products(level, &T, i0, m, 2 if second.pr != NULL else 1, <int> ptrs.shape[1], out)
 
-
-cdef void _reduce_blocks(double* part, Py_ssize_t nblk, Py_ssize_t TK) noexcept nogil:
-    """part[0] += part[1], then part[2], ...: a column's block grids, in block order."""
-    cdef Py_ssize_t b, j
-    cdef double* dst = part
-    cdef const double* src
-    for b in range(1, nblk):
-        src = &part[b * TK]
-        for j in range(TK):
-            dst[j] = dst[j] + src[j]
 
 
 cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned char* mask, Support* sp) noexcept nogil:

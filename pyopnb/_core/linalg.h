@@ -152,9 +152,10 @@ static void pyopnb_crossprod_t(int level, const pyopnb_xp_operands* X, double* C
     const ptrdiff_t nblk = pyopnb_row_blocks(n), B = pyopnb_block_len(n);
     double* out = nblk == 1 ? C : part;
     for (ptrdiff_t j = 0; j < nblk * p * qp; ++j) out[j] = 0.0;
-    if (nblk > 1)
-        for (ptrdiff_t j = 0; j < p * qp; ++j) C[j] = 0.0;
-    if (p == 0 || X->q == 0) return;
+    if (p == 0 || X->q == 0) {
+        if (nblk > 1) memset(C, 0, p * qp * sizeof(double));
+        return;
+    }
     ptrdiff_t lparts = (nthr + nblk - 1) / nblk;
     if (lparts > p) lparts = p;
     if (lparts < 1) lparts = 1;
@@ -172,10 +173,8 @@ static void pyopnb_crossprod_t(int level, const pyopnb_xp_operands* X, double* C
         }
     }
     if (nblk == 1) return;
-    for (ptrdiff_t b = 0; b < nblk; ++b) {
-        const double* src = part + b * p * qp;
-        for (ptrdiff_t j = 0; j < p * qp; ++j) C[j] = C[j] + src[j];
-    }
+    pyopnb_reduce_blocks(part, nblk, p * qp);
+    memcpy(C, part, p * qp * sizeof(double));
 }
 
 #endif

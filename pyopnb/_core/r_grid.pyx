@@ -13,13 +13,13 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _data_or_null, _thread_id
+from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
 from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
                                    pyopnb_log_products, pyopnb_running)
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
-                                _column_pointers, _grid_sums, _reduce_blocks)
+                                _column_pointers, _grid_sums)
 
 cnp.import_array()
 
