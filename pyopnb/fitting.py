@@ -394,6 +394,20 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
     if obj.r_failed is not None and not st.r_defects:
         _warn_r_failure(obj, levels, caller)
+    V, h, fval = final_projection(st, obj, Vopt, form, st.problem.h, thr)
+    model = OPNBModel(V=V, X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
+                      scales=st.scales, ynames=levels, lam=st.lam, fval=fval, feature_names=names,
+                      convergence=convergence, unused_levels=unused, w=w)
+    _check_collapse(model, form, thr, caller)
+    return model
+
+
+def final_projection(st: Setup, obj: "_Objective", Vopt: np.ndarray, form: Formulation, h_classes: np.ndarray,
+                     threads: int) -> Tuple[np.ndarray, np.ndarray, float]:
+    """The model's (V, h, fval) from the optimum Vopt: the objective there,
+    the columns in the evaluator's greedy order, each scaled to unit norm
+    (its bandwidths h_classes [K] divided by its norm), and the scaling
+    folded in, so that V projects the raw data."""
     if obj.last is not None and np.array_equal(obj.last[0], Vopt.ravel(order="F")):
         fval = obj.last[1]  # the optimiser's last evaluation was at Vopt
     else:
@@ -404,15 +418,11 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     Vopt, norms = form.final_columns(Vopt, norms)
     order = st.evaluator.order_columns(Vopt)
     Vopt, norms = Vopt[:, order], norms[order]
-    h = np.outer(st.problem.h, 1.0 / norms)
+    h = np.outer(h_classes, 1.0 / norms)
     Vn = Vopt / norms
     if st.prescale is not None:
-        Vn = _linalg.matmul(st.prescale, Vn, thr)
-    model = OPNBModel(V=Vn * st.scales[:, None], X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
-                      scales=st.scales, ynames=levels, lam=st.lam, fval=float(fval), feature_names=names,
-                      convergence=convergence, unused_levels=unused, w=w)
-    _check_collapse(model, form, thr, caller)
-    return model
+        Vn = _linalg.matmul(st.prescale, Vn, threads)
+    return Vn * st.scales[:, None], h, float(fval)
 
 
 def _takes_keyword(form: Formulation, name: str) -> bool:

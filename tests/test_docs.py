@@ -2,6 +2,7 @@
 that documents each of its parameters, its examples run, the reference
 lists it, and its signature carries type hints for type checkers (py.typed)."""
 import doctest
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -27,6 +28,12 @@ def public_names():
     out += [("pyopnb.comparators", n) for n in pyopnb.comparators.__all__]
     out += [("pyopnb.study", n) for n in STUDY]
     out += [("pyopnb.testing", n) for n in pyopnb.testing.__all__]
+    try:
+        dask_api = importlib.import_module("pyopnb.dask")
+    except ImportError:  # the optional extra (pip install 'pyopnb[dask]')
+        pass
+    else:
+        out += [("pyopnb.dask", n) for n in dask_api.__all__]
     return out + [("pyopnb.datasets", "load_pima")]
 
 

@@ -36,20 +36,31 @@ static inline void pyopnb_reduce_blocks(double* part, ptrdiff_t nblk, ptrdiff_t 
     }
 }
 
+/* sum_i w_i t_i over the points i0 <= i < i1 (w NULL: sum_i t_i), in order from 0: one block's partial */
+static inline double pyopnb_block_part(const double* t, const double* w, ptrdiff_t i0, ptrdiff_t i1) {
+    double part = 0.0;
+    if (w == NULL)
+        for (ptrdiff_t i = i0; i < i1; ++i) part = part + t[i];
+    else
+        for (ptrdiff_t i = i0; i < i1; ++i) part = part + w[i] * t[i];
+    return part;
+}
+
+/* each block's partial of sum_i w_i t_i over the points i < n in blocks of
+ * B rows, into out[0..ceil(n / B)): the rows a machine holds of a larger
+ * problem, as whole blocks of it */
+static inline void pyopnb_block_partials(const double* t, const double* w, ptrdiff_t n, ptrdiff_t B, double* out) {
+    for (ptrdiff_t b = 0; b * B < n; ++b)
+        out[b] = pyopnb_block_part(t, w, b * B, (b + 1) * B < n ? (b + 1) * B : n);
+}
+
 /* sum_i w_i t_i over the points i < n (w NULL: sum_i t_i) by the blocks:
  * the value's sum of its points' terms */
 static inline double pyopnb_block_sum(const double* t, const double* w, ptrdiff_t n) {
     const ptrdiff_t nblk = pyopnb_row_blocks(n), B = pyopnb_block_len(n);
     double total = 0.0;
-    for (ptrdiff_t b = 0; b < nblk; ++b) {
-        const ptrdiff_t i1 = (b + 1) * B < n ? (b + 1) * B : n;
-        double part = 0.0;
-        if (w == NULL)
-            for (ptrdiff_t i = b * B; i < i1; ++i) part = part + t[i];
-        else
-            for (ptrdiff_t i = b * B; i < i1; ++i) part = part + w[i] * t[i];
-        total = total + part;
-    }
+    for (ptrdiff_t b = 0; b < nblk; ++b)
+        total = total + pyopnb_block_part(t, w, b * B, (b + 1) * B < n ? (b + 1) * B : n);
     return total;
 }
 

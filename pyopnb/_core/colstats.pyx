@@ -6,13 +6,16 @@ them. Threads take whole columns (or pairs of columns), never a part of one
 sum, so the count does not change a bit. Also whether any column varies,
 and sweep: a vector taken from, or multiplied into, every row."""
 import numpy as np
+cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport sqrt
 from libc.stdlib cimport malloc, calloc, free
 
 from pyopnb._core.common cimport _entry_threads
 
-__all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "r_sum", "r_colsums", "r_rowsums", "col_norms", "sweep",
+cnp.import_array()
+
+__all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "col_sums_from", "cov_sums_from", "r_sum", "r_colsums", "r_rowsums", "col_norms", "sweep",
            "any_varies"]
 
 
@@ -30,9 +33,10 @@ cdef inline long double _dev(double x, const long double* centre, Py_ssize_t j, 
 
 
 cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint square,
-                    long double* s, int nthr) noexcept nogil:
+                    long double* s, int nthr, bint carry=False) noexcept nogil:
     """s[j] = sum_i (X[i, j] - centre[j]) (squared if square), added in row
-    order in long double; centre NULL for 0. Each thread takes a range of
+    order in long double; centre NULL for 0; carry: added on to the sums in
+    s (the rows before these), else from 0. Each thread takes a range of
     columns and reads the rows in order, in blocks of rows that stay in
     cache while its columns add the block in registers, four columns at a
     time: their chains of dependent additions overlap, and a column's sum is
@@ -43,8 +47,9 @@ cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint squa
     for part in prange(nparts, num_threads=nparts, schedule='static'):
         j0 = part * p // nparts
         j1 = (part + 1) * p // nparts
-        for j in range(j0, j1):
-            s[j] = 0.0
+        if not carry:
+            for j in range(j0, j1):
+                s[j] = 0.0
         for i0 in range(0, n, _SUM_ROWS):
             i1 = min(n, i0 + _SUM_ROWS)
             j = j0
@@ -153,6 +158,78 @@ cdef extern from "_core/cov.h" nogil:
 DEF _COV_ROWS = 64
 
 
+cdef void _cov_sums(const double[:, ::1] X, const double* m, const Py_ssize_t* pi, const Py_ssize_t* pj,
+                    long double* acc, double* hl, long double* devs, Py_ssize_t nparts) noexcept nogil:
+    """acc[pr] += the sum over X's rows, in order, of the long-double products
+    of the deviations from m of columns pi[pr] and pj[pr], nparts threads
+    taking ranges of the pairs (hl, devs: each one's deviations, cov.h)."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], npair = d * (d + 1) // 2, part, k0
+    cdef pyopnb_cov_part share
+    cdef pyopnb_cov_devs buf
+    for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
+        share = pyopnb_cov_part(m=m, d=d, pi=pi, pj=pj, a0=part * npair // nparts,
+                                a1=(part + 1) * npair // nparts, acc=acc)
+        buf = pyopnb_cov_devs(h=&hl[part * 2 * _COV_ROWS * d], l=&hl[(part * 2 + 1) * _COV_ROWS * d],
+                              v=&devs[part * _COV_ROWS * d], stride=_COV_ROWS)
+        for k0 in range(0, n, _COV_ROWS):
+            pyopnb_cov_block(&X[k0, 0], min(<Py_ssize_t> _COV_ROWS, n - k0), &share, &buf)
+
+
+def col_sums_from(const double[:, ::1] X, acc, centre=None, bint square=False, int num_threads=1):
+    """R's long-double column sums carried on over more rows: acc (long
+    double [p]: the sums over the rows before X's, zeros at the first) plus
+    each column of X (less centre, long double [p], where given; squared if
+    square) added in row order. The new sums, long double [p]: every sum of
+    colMeans, var and sd, over rows held in parts, in R's order."""
+    cdef Py_ssize_t p = X.shape[1]
+    out = np.array(acc, dtype=np.longdouble)
+    if out.shape != (p,):
+        raise ValueError(f"acc must have one sum per column ({p}), got shape {out.shape}")
+    cdef long double* s = <long double*> cnp.PyArray_DATA(out)
+    cdef long double* c = NULL
+    if centre is not None:
+        cen = np.ascontiguousarray(centre, dtype=np.longdouble)
+        if cen.shape != (p,):
+            raise ValueError(f"centre must have one entry per column ({p}), got shape {cen.shape}")
+        c = <long double*> cnp.PyArray_DATA(cen)
+    if X.shape[0]:
+        with nogil:
+            _col_sums(X, c, square, s, num_threads, True)
+    return out
+
+
+def cov_sums_from(const double[:, ::1] X, const double[::1] m, acc, int num_threads=1):
+    """R's cov sums carried on over more rows: acc (long double [d(d+1)/2],
+    pairs (i, j <= i) row by row; zeros at the first) plus X's rows'
+    long-double products of deviations from the means m [d], in row order.
+    The new sums: ``cov_from_sums`` gives cov."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], npair = d * (d + 1) // 2, i, j, pr, nparts
+    if m.shape[0] != d:
+        raise ValueError(f"m must have one mean per column ({d})")
+    out = np.array(acc, dtype=np.longdouble)
+    if out.shape != (npair,):
+        raise ValueError(f"acc must have d(d+1)/2 = {npair} sums, got shape {out.shape}")
+    if n == 0 or d == 0:
+        return out
+    pairs = np.empty((2, npair), dtype=np.intp)
+    cdef Py_ssize_t[:, ::1] pv = pairs
+    pr = 0
+    for i in range(d):
+        for j in range(i + 1):
+            pv[0, pr] = i
+            pv[1, pr] = j
+            pr += 1
+    nparts = max(1, min(_entry_threads(num_threads, n * npair), npair))
+    hl = np.empty(nparts * 2 * _COV_ROWS * d)
+    devs = np.empty(nparts * _COV_ROWS * d, dtype=np.longdouble)
+    cdef double[::1] hv = hl
+    cdef long double* s = <long double*> cnp.PyArray_DATA(out)
+    cdef long double* dv = <long double*> cnp.PyArray_DATA(devs)
+    with nogil:
+        _cov_sums(X, &m[0], &pv[0, 0], &pv[1, 0], s, &hv[0], dv, nparts)
+    return out
+
+
 def r_cov(const double[:, ::1] X, int num_threads):
     """R's cov(X) for a complete matrix, to the bit: each column's mean a
     long-double sum over n refined once (R's MEAN) and rounded to double;
@@ -160,9 +237,7 @@ def r_cov(const double[:, ::1] X, int num_threads):
     deviations (taken in long double from the double means), over n - 1,
     rounded to double. Threads take ranges of the d(d+1)/2 pairs."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], npair = d * (d + 1) // 2
-    cdef Py_ssize_t i, j, part, nparts, pr, k0
-    cdef pyopnb_cov_part share
-    cdef pyopnb_cov_devs buf
+    cdef Py_ssize_t i, j, nparts, pr
     if n < 2:
         raise ValueError("cov needs at least two rows")
     out = np.empty((d, d))
@@ -194,13 +269,7 @@ def r_cov(const double[:, ::1] X, int num_threads):
         _r_means(X, mm, sm, num_threads)
         for j in range(d):
             m[j] = <double> mm[j]
-        for part in prange(nparts, num_threads=<int> nparts, schedule="static"):
-            share = pyopnb_cov_part(m=m, d=d, pi=pi, pj=pj, a0=part * npair // nparts,
-                                    a1=(part + 1) * npair // nparts, acc=acc)
-            buf = pyopnb_cov_devs(h=&hl[part * 2 * _COV_ROWS * d], l=&hl[(part * 2 + 1) * _COV_ROWS * d],
-                                  v=&devs[part * _COV_ROWS * d], stride=_COV_ROWS)
-            for k0 in range(0, n, _COV_ROWS):
-                pyopnb_cov_block(&X[k0, 0], min(<Py_ssize_t> _COV_ROWS, n - k0), &share, &buf)
+        _cov_sums(X, m, pi, pj, acc, hl, devs, nparts)
         for pr in range(npair):
             ov[pi[pr], pj[pr]] = <double> (acc[pr] / (n - 1))
             ov[pj[pr], pi[pr]] = ov[pi[pr], pj[pr]]

@@ -20,6 +20,9 @@ cdef extern from "_core/blocks.h" nogil:
     void _reduce_blocks "pyopnb_reduce_blocks"(double* part, Py_ssize_t nblk, Py_ssize_t len)
     # sum_i w_i t_i (w NULL: sum_i t_i) by the blocks
     double _block_sum "pyopnb_block_sum"(const double* t, const double* w, Py_ssize_t n)
+    # each block's partial of that sum, in blocks of B rows (a part of a larger problem), into out
+    void _block_partials "pyopnb_block_partials"(const double* t, const double* w, Py_ssize_t n, Py_ssize_t B,
+                                                 double* out)
 
 # the highest power a of the kernel sum_{k <= a} beta_k |u|^k exp(-|u|)
 cdef enum:

@@ -66,8 +66,10 @@ cdef void _grid_sums(const Problem* P, Column* col, Support* sp, const GridSum* 
 cdef class GridTables:
     cdef ColumnScratch wk
     cdef readonly Py_ssize_t ndim, n, nbin
-    cdef Py_ssize_t TK, nblk
+    cdef Py_ssize_t TK
+    cdef readonly Py_ssize_t nblk, B   # the blocks of rows the points' sums go by, and rows per block
     cdef bint _logs_made
+    cdef bint supports_made         # each column's support is its points' (else a part's, binned for the grid side)
     cdef readonly bint has_gradient
     # each point's whole class weight binned into its cell too (R's gradient reads those tables)
     cdef bint bins_simple
@@ -100,10 +102,23 @@ cdef class GridTables:
     cdef Py_ssize_t gap_row_len
     cdef Kernel psi
     cdef readonly int[:, ::1] cells  # each point's grid cell in each column
+    cdef object _cells
+    cdef int* cellsp
+    cdef const double* Ztp          # Z' [ndim, n] of the passes (self.Zt's data)
+    cdef double* lop                # [ndim]: each column's grid: its first point
+    cdef double* deltap             # and spacing
+    cdef double* zminp              # [ndim, nblk]: each (column, block)'s extremes
+    cdef double* zmaxp
+    cdef double* dZp                # _dZ's data (NULL until a gradient makes it)
 
     cdef int nthr                   # the passes' team: the threads given, capped by a pass's work (_run_on)
 
     cdef void _run_on(self, int threads)
+    cdef void _take(self, object Zt) except *
+    cdef void _set_axes(self, const double[::1] lo, const double[::1] delta) except *
+    cdef void _extremes(self) noexcept nogil
+    cdef void _bin(self) noexcept nogil
+    cdef void _make_tables(self, const unsigned char* marks) noexcept nogil
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil
     cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil
     cdef Support _summing_column(self, Py_ssize_t t, int tid, Column* col, double lo, double delta,

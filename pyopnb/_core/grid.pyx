@@ -21,7 +21,8 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _reduce_blocks, _region_threads, _row_blocks, _thread_id
+from pyopnb._core.common cimport (MAX_BLOCKS, _MAX_ORDER, _data_or_null, _reduce_blocks, _region_threads,
+                                  _row_block_len, _row_blocks, _thread_id)
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
@@ -71,15 +72,21 @@ cdef void _block_products(int level, const Py_ssize_t[:, ::1] ptrs, int ncol, in
 
 
 
-cdef void _support(const int* cells, Py_ssize_t n, Py_ssize_t nbin, unsigned char* mask, Support* sp) noexcept nogil:
-    """A column's support (see Support) from its points' cells; mask: nbin
-    (rounded up to 8) zero bytes, left zero. Read 8 bytes at a time: most of
-    a fine grid is empty."""
-    cdef Py_ssize_t i, g, w, nw = (nbin + 7) // 8, m = 0, mc = 0
-    cdef unsigned long long word
+cdef void _mark_cells(const int* cells, Py_ssize_t n, unsigned char* mask) noexcept nogil:
+    """Mark the points' cells in mask (a byte a grid point): 1 where a point's
+    cell starts, 2 at the next grid point (linear binning's other anchor)."""
+    cdef Py_ssize_t i
     for i in range(n):
         mask[cells[i]] |= 1
         mask[cells[i] + 1] |= 2
+
+
+cdef void _support_from_marks(unsigned char* mask, Py_ssize_t nbin, Support* sp) noexcept nogil:
+    """A column's support (see Support) from its marked grid points
+    (_mark_cells'; nbin rounded up to 8 bytes), leaving mask zero. Read 8
+    bytes at a time: most of a fine grid is empty."""
+    cdef Py_ssize_t g, w, nw = (nbin + 7) // 8, m = 0, mc = 0
+    cdef unsigned long long word
     for w in range(nw):
         memcpy(&word, &mask[8 * w], 8)
         while word:
@@ -159,6 +166,38 @@ cdef void _cell_gap_decays(const Problem* P, const Kernel* ker, double delta, co
         pyopnb_copy_row(e, row, &T[j * row])
 
 
+cdef void _axes(const double* zmin, const double* zmax, Py_ssize_t ndim, Py_ssize_t nblk, double eps, Py_ssize_t nbin,
+                double* lo, double* delta) noexcept nogil:
+    """Each column's grid (lo, delta [ndim]) from its blocks' extremes
+    (zmin, zmax [ndim, nblk]), taken in block order."""
+    cdef Py_ssize_t t, b
+    cdef double mn, mx
+    for t in range(ndim):
+        mn = zmin[t * nblk]
+        mx = zmax[t * nblk]
+        for b in range(1, nblk):
+            mn = min(mn, zmin[t * nblk + b])
+            mx = max(mx, zmax[t * nblk + b])
+        delta[t] = _grid_delta(mn, mx, eps, nbin, &lo[t])
+
+
+def grid_axes(zmin, zmax, double eps, Py_ssize_t nbin):
+    """(lo, delta), each column's grid, from every block's extremes [ndim,
+    nblk] (the parts' part_extremes, their blocks in order), as update
+    finds them."""
+    cdef const double[:, ::1] mn = np.ascontiguousarray(zmin, dtype=np.float64)
+    cdef const double[:, ::1] mx = np.ascontiguousarray(zmax, dtype=np.float64)
+    if mn.shape[0] != mx.shape[0] or mn.shape[1] != mx.shape[1] or mn.shape[1] < 1:
+        raise ValueError("zmin and zmax must be [ndim, nblk] alike, with a block at least")
+    if nbin < 2:
+        raise ValueError("need nbin >= 2")
+    lo = np.empty(mn.shape[0])
+    delta = np.empty(mn.shape[0])
+    cdef double[::1] lv = lo, dv = delta
+    _axes(&mn[0, 0], &mx[0, 0], mn.shape[0], mn.shape[1], eps, nbin, &lv[0], &dv[0])
+    return lo, delta
+
+
 # points whose fractions _bin_points divides at once
 DEF _FRAC_CHUNK = 256
 
@@ -222,18 +261,31 @@ cdef class GridTables:
     sums go a column to a thread.
     """
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None, part=None):
         if type(self) is GridTables:
             raise TypeError("GridTables is the shared base: make RGridTables or InterpGridTables")
         if ndim < 1 or nbin < 2 or nbin > 2**31 - 1:
             raise ValueError("need ndim >= 1 and 2 <= nbin < 2**31")
-        if y.shape[0] < 1:
-            raise ValueError("need at least one point")
-        self.wk = ColumnScratch(y, K, h, nbin, eps, beta, num_threads, False, w)
+        totals = None
+        if part is None:
+            if y.shape[0] < 1:
+                raise ValueError("need at least one point")
+            self.nblk = _row_blocks(y.shape[0])
+            self.B = _row_block_len(y.shape[0])
+        else:
+            # (rows per block, blocks, (W_k, W)): a part of a larger problem's points, whole blocks of
+            # it, or its grid side (no points, its blocks all)
+            block_len, nblk, totals = part
+            if block_len < 1 or nblk < 1 or nblk > MAX_BLOCKS:
+                raise ValueError(f"part needs rows per block >= 1 and 1..{MAX_BLOCKS} blocks")
+            if y.shape[0] and (y.shape[0] + block_len - 1) // block_len != nblk:
+                raise ValueError(f"a part of {y.shape[0]} points in blocks of {block_len} holds "
+                                 f"{(y.shape[0] + block_len - 1) // block_len} blocks, not {nblk}")
+            self.nblk, self.B = nblk, block_len
+        self.wk = ColumnScratch(y, K, h, nbin, eps, beta, num_threads, False, w, totals)
         self.wk._ensure(<int> min(ndim, self.wk.P.n_threads))
         self.ndim, self.n, self.nbin, self.TK = ndim, y.shape[0], nbin, nbin * K
         self._run_on(self.wk.P.n_threads)
-        self.nblk = _row_blocks(self.n)
         self.has_gradient = gradient
         self.Zt = None
         self.lo = np.empty(ndim)
@@ -249,7 +301,8 @@ cdef class GridTables:
         # the passes' outputs, reused from one Z to the next (a fit's evaluations)
         self._post = None
         self._terms = np.empty(self.n)
-        self.cells = np.empty((ndim, self.n), dtype=np.intc)
+        self._cells = np.empty((ndim, self.n), dtype=np.intc)
+        self.cells = self._cells
         self._dZ = None
         # each column's support (see _support), and each thread's scratch for it
         self._weighted = np.empty((ndim, nbin), dtype=np.intp)
@@ -281,6 +334,11 @@ cdef class GridTables:
         self.support_positionsp = <double*> cnp.PyArray_DATA(self._support_positions)
         self.support_weightsp = <double*> cnp.PyArray_DATA(self._support_weights)
         self.part_linp = <double*> cnp.PyArray_DATA(self._part_lin)
+        self.lop = <double*> cnp.PyArray_DATA(self.lo)
+        self.deltap = <double*> cnp.PyArray_DATA(self.delta)
+        self.zminp = <double*> cnp.PyArray_DATA(self._zmin)
+        self.zmaxp = <double*> cnp.PyArray_DATA(self._zmax)
+        self.cellsp = <int*> cnp.PyArray_DATA(self._cells)
         self.logS_linp = <double*> cnp.PyArray_DATA(self.logS_lin)
         self.part_simplep = NULL
 
@@ -299,58 +357,141 @@ cdef class GridTables:
     def update(self, double[:, ::1] Zt):
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier
         passes are overwritten by the next passes."""
-        cdef Py_ssize_t ndim = self.ndim, n = self.n, nbin = self.nbin, TK = self.TK, nblk = self.nblk
-        cdef int nthr = self.nthr
-        if Zt.shape[0] != ndim or Zt.shape[1] != n:
-            raise ValueError(f"Zt must be ({ndim}, {n}), got ({Zt.shape[0]}, {Zt.shape[1]})")
-        self.Zt = np.asarray(Zt)
-        cdef bint simple = self.bins_simple
-        cdef double[::1] lov = self.lo, dv = self.delta
-        cdef double* PL = self.part_linp
-        cdef double* PS = self.part_simplep
-        cdef double[:, ::1] zmn = self._zmin, zmx = self._zmax
-        cdef const Problem* P = &self.wk.P
-        cdef Column* cols = self.wk.cols
-        cdef Column* col
-        cdef Support sp
-        cdef int tid, inner = nthr if ndim == 1 else 1
-        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, b, i0, i1
-        cdef double mn, mx
-        cdef int[:, ::1] cv = self.cells
+        self._take(Zt)
         with nogil:
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
-                t = it // nblk
-                i0 = (it % nblk) * B
-                i1 = min(n, i0 + B)
-                _min_max(&Zt[t, i0], i1 - i0, &zmn[t, it % nblk], &zmx[t, it % nblk])
-            for t in range(ndim):
-                mn = zmn[t, 0]
-                mx = zmx[t, 0]
-                for b in range(1, nblk):
-                    mn = min(mn, zmn[t, b])
-                    mx = max(mx, zmx[t, b])
-                dv[t] = _grid_delta(mn, mx, P.eps, nbin, &lov[t])
-            # cells, and each block's grid weights: linear binning (the value)
-            # and simple (the gradient), whole class weights 1/(n_k h_k)
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
-                t = it // nblk
-                i0 = (it % nblk) * B
-                i1 = min(n, i0 + B)
-                _bin_points(P, &Zt[t, 0], GridAxis(lo=lov[t], delta=dv[t], nbin=nbin), i0, i1, &cv[t, 0],
-                            &PL[it * TK], &PS[it * TK] if simple else NULL)
-            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
-                tid = _thread_id()
-                col = &cols[tid]
-                sp = self._column_support(t, tid, True)
-                _set_grid(col, lov[t], dv[t], nbin, not sp.sparse)
-                _reduce_blocks(&PL[t * nblk * TK], nblk, TK)
-                self._column_tables(t, col, &sp, inner)
+            self._extremes()
+            _axes(self.zminp, self.zmaxp, self.ndim, self.nblk, self.wk.P.eps, self.nbin, self.lop, self.deltap)
+            self._bin()
+            self._make_tables(NULL)
         self._logs_made = False
         return self
 
+    cdef void _take(self, object Zt) except *:
+        """Zt [ndim, n] as the next passes' Z'."""
+        cdef const double[:, ::1] zv = Zt
+        if zv.shape[0] != self.ndim or zv.shape[1] != self.n:
+            raise ValueError(f"Zt must be ({self.ndim}, {self.n}), got ({zv.shape[0]}, {zv.shape[1]})")
+        self.Zt = np.asarray(Zt)
+        self.Ztp = &zv[0, 0] if self.n else NULL
+
+    cdef void _extremes(self) noexcept nogil:
+        """Each (column, block)'s extremes of Z', into _zmin and _zmax [ndim, nblk]."""
+        cdef Py_ssize_t n = self.n, nblk = self.nblk, B = self.B, it, t, i0, i1
+        cdef double* zmn = self.zminp
+        cdef double* zmx = self.zmaxp
+        for it in prange(self.ndim * nblk, num_threads=self.nthr, schedule='dynamic'):
+            t = it // nblk
+            i0 = (it % nblk) * B
+            i1 = min(n, i0 + B)
+            _min_max(&self.Ztp[t * n + i0], i1 - i0, &zmn[it], &zmx[it])
+
+    cdef void _bin(self) noexcept nogil:
+        """The points' cells on the grids lo, delta, and each (column,
+        block)'s grid weights: linear binning (the value) and, where the
+        kind asks, whole (the gradient), class weights 1/(n_k h_k)."""
+        cdef Py_ssize_t n = self.n, nblk = self.nblk, B = self.B, TK = self.TK, it, t, i0, i1
+        cdef double* PL = self.part_linp
+        cdef double* PS = self.part_simplep
+        cdef bint simple = self.bins_simple
+        cdef const double* lov = self.lop
+        cdef const double* dv = self.deltap
+        cdef int* cells = self.cellsp
+        for it in prange(self.ndim * nblk, num_threads=self.nthr, schedule='dynamic'):
+            t = it // nblk
+            i0 = (it % nblk) * B
+            i1 = min(n, i0 + B)
+            _bin_points(&self.wk.P, &self.Ztp[t * n], GridAxis(lo=lov[t], delta=dv[t], nbin=self.nbin), i0, i1,
+                        &cells[t * n], &PL[it * TK], &PS[it * TK] if simple else NULL)
+
+    cdef void _make_tables(self, const unsigned char* marks) noexcept nogil:
+        """Each column's support (from the points' cells, and the grid points
+        marked in marks [ndim, nbin] where not NULL: the parts' of a larger
+        problem), its grid, its blocks' weights added in order, and its
+        tables (the kind's _column_tables)."""
+        cdef Py_ssize_t ndim = self.ndim, t, nmask = 8 * ((self.nbin + 7) // 8)
+        cdef int tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
+        cdef Column* col
+        cdef Support sp
+        for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
+            tid = _thread_id()
+            col = &self.wk.cols[tid]
+            if marks != NULL:
+                memcpy(&self.maskp[tid * nmask], &marks[t * self.nbin], self.nbin)
+            sp = self._column_support(t, tid, True)
+            _set_grid(col, self.lop[t], self.deltap[t], self.nbin, not sp.sparse)
+            _reduce_blocks(&self.part_linp[t * self.nblk * self.TK], self.nblk, self.TK)
+            self._column_tables(t, col, &sp, inner)
+        self.supports_made = True
+
+    # -----------------------------------------------------------------
+    # a part of a larger problem's points (made with ``part``), and the
+    # grid side that merges the parts: the passes of update, one at a time
+    # -----------------------------------------------------------------
+
+    def part_extremes(self, double[:, ::1] Zt):
+        """This part's Z' = Zt [ndim, n]: each (column, block)'s extremes,
+        (zmin, zmax) [ndim, nblk]."""
+        self._take(Zt)
+        with nogil:
+            self._extremes()
+        return self._zmin.copy(), self._zmax.copy()
+
+    def part_bin(self, const double[::1] lo, const double[::1] delta):
+        """Bin this part's points on the whole problem's grids (lo, delta,
+        from every part's extremes: grid_axes): each (column, block)'s
+        linearly binned weights [ndim, nblk, TK], whole weights (the
+        gradient's, or None) and the grid points its cells mark [ndim,
+        nbin] (_mark_cells')."""
+        self._check_built()
+        self._set_axes(lo, delta)
+        marks = np.zeros((self.ndim, 8 * ((self.nbin + 7) // 8)), dtype=np.uint8)
+        cdef unsigned char[:, ::1] mv = marks
+        cdef Py_ssize_t t
+        self.supports_made = False
+        with nogil:
+            self._bin()
+            for t in range(self.ndim):
+                _mark_cells(&self.cellsp[t * self.n], self.n, &mv[t, 0])
+        return (self._part_lin.copy(), None if self._part_simple is None else self._part_simple.copy(),
+                np.ascontiguousarray(marks[:, :self.nbin]))
+
+    def merge_parts(self, const double[::1] lo, const double[::1] delta, part_lin, part_simple, marks):
+        """The grid side (made with ``part`` and no points): the tables of
+        the whole problem from its parts' part_bin, their blocks in order
+        (part_lin [ndim, nblk, TK], part_simple alike or None, marks [ndim,
+        nbin] OR-ed over the parts)."""
+        if self.n != 0:
+            raise ValueError("merge_parts is the grid side's: make it with no points")
+        self._set_axes(lo, delta)
+        self._copy_parts(part_lin, self._part_lin, "part_lin")
+        if self.bins_simple:
+            self._copy_parts(part_simple, self._part_simple, "part_simple")
+        mk = np.ascontiguousarray(marks, dtype=np.uint8)
+        if mk.shape != (self.ndim, self.nbin):
+            raise ValueError(f"marks must be ({self.ndim}, {self.nbin}), got {mk.shape}")
+        cdef const unsigned char[:, ::1] mv = mk
+        self.Zt = np.empty((self.ndim, 0))
+        with nogil:
+            self._make_tables(&mv[0, 0])
+        self._logs_made = False
+        return self
+
+    cdef void _set_axes(self, const double[::1] lo, const double[::1] delta) except *:
+        if lo.shape[0] != self.ndim or delta.shape[0] != self.ndim:
+            raise ValueError(f"lo and delta must have ndim = {self.ndim} entries")
+        self.lo[:] = lo
+        self.delta[:] = delta
+
+    def _copy_parts(self, src, dest, name):
+        src = np.asarray(src, dtype=np.float64)
+        if dest is None or src.shape != dest.shape:
+            raise ValueError(f"{name} must be {None if dest is None else dest.shape}, got {src.shape}")
+        dest[...] = src
+
     cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil:
         """Column t's support with thread tid's scratch: found from the
-        cells (build, in update) or as update found it."""
+        cells (build, in update, added to the marks already in the
+        thread's mask) or as update found it."""
         cdef Support sp
         sp.weighted = &self.weightedp[t * self.nbin]
         sp.occupied = &self.occupiedp[t * self.nbin]
@@ -360,8 +501,10 @@ cdef class GridTables:
         sp.E = &self.gap_rowsp[tid * self.nbin * self.gap_row_len]
         sp.stamp = &self.stampp[tid * self.nbin]
         sp.cur = &self.curp[tid]
+        cdef unsigned char* mask = &self.maskp[tid * 8 * ((self.nbin + 7) // 8)]
         if build:
-            _support(&self.cells[t, 0], self.n, self.nbin, &self.maskp[tid * 8 * ((self.nbin + 7) // 8)], &sp)
+            _mark_cells(&self.cellsp[t * self.n], self.n, mask)
+            _support_from_marks(mask, self.nbin, &sp)
             self.nweightedp[t] = sp.m
             self.noccupiedp[t] = sp.mc
             self.sparsep[t] = sp.sparse
@@ -403,6 +546,7 @@ cdef class GridTables:
             raise ValueError(f"post must be ({self.n}, {self.wk.P.K}), got ({post.shape[0]}, {post.shape[1]})")
         if self._dZ is None:
             self._dZ = np.empty((self.ndim, self.n))
+            self.dZp = _data_or_null(self._dZ)
         return self._dZ
 
 

@@ -65,7 +65,7 @@ cdef class InterpGridTables(GridTables):
     cdef object _edge               # [ndim, nblk, 4]: each block's two grid-motion sums and its extremes' rows
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None, part=None):
         cdef int m
         self.bins_simple = False
         # psi(u) = u K'(u), even: beta_psi[m] = m beta_m - beta_{m-1}
@@ -143,7 +143,7 @@ cdef class InterpGridTables(GridTables):
         cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
         cdef const Problem* P = &self.wk.P
         cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
-        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1, g, j, b, imin, imax
+        cdef Py_ssize_t B = self.B, it, t, i, i0, i1, g, j, b, imin, imax
         cdef double[:, ::1] dv = dZ
         cdef double* Phi = _data_or_null(self._Phi)
         cdef double* Psi = _data_or_null(self._Psi)

@@ -123,6 +123,7 @@ typedef struct {
     const double* Bt;
     ptrdiff_t q;
     ptrdiff_t qp;
+    ptrdiff_t block;    /* rows per block: blocks.h's for n, or a larger problem's whose whole blocks these rows are */
 } pyopnb_xp_operands;
 
 /* C[l0:l1, :] += A[i0:i1, l0:l1]' B[i0:i1, :], rows in order, PYOPNB_XP_ROWS
@@ -141,19 +142,20 @@ static inline void pyopnb_xp_block(int level, const pyopnb_xp_operands* X, ptrdi
     }
 }
 
-/* C [p, qp] = A'B by the blocks of blocks.h: block b's partial into
+/* C [p, qp] = A'B by blocks of X->block rows: block b's partial into
  * part + b p qp (C itself where there is one block), then the partials
- * added into C in block order. Items (block, range of l), as many ranges
- * of l as make at least nthr items; each thread's own rows of B in buf
- * (nthr parts of PYOPNB_XP_ROWS * qp doubles). */
+ * added into C in block order (C NULL: the partials left in part, a part's
+ * of a larger problem). Items (block, range of l), as many ranges of l as
+ * make at least nthr items; each thread's own rows of B in buf (nthr parts
+ * of PYOPNB_XP_ROWS * qp doubles). */
 static void pyopnb_crossprod_t(int level, const pyopnb_xp_operands* X, double* C, double* part, double* buf,
                                int nthr) {
-    const ptrdiff_t n = X->n, p = X->p, qp = X->qp;
-    const ptrdiff_t nblk = pyopnb_row_blocks(n), B = pyopnb_block_len(n);
-    double* out = nblk == 1 ? C : part;
+    const ptrdiff_t n = X->n, p = X->p, qp = X->qp, B = X->block;
+    const ptrdiff_t nblk = (n + B - 1) / B;
+    double* out = nblk == 1 && C != NULL ? C : part;
     for (ptrdiff_t j = 0; j < nblk * p * qp; ++j) out[j] = 0.0;
     if (p == 0 || X->q == 0) {
-        if (nblk > 1) memset(C, 0, p * qp * sizeof(double));
+        if (nblk > 1 && C != NULL) memset(C, 0, p * qp * sizeof(double));
         return;
     }
     ptrdiff_t lparts = (nthr + nblk - 1) / nblk;
@@ -172,7 +174,7 @@ static void pyopnb_crossprod_t(int level, const pyopnb_xp_operands* X, double* C
             pyopnb_xp_block(level, X, i0, i1, p * lp / lparts, p * (lp + 1) / lparts, out + b * p * qp, own);
         }
     }
-    if (nblk == 1) return;
+    if (nblk == 1 || C == NULL) return;
     pyopnb_reduce_blocks(part, nblk, p * qp);
     memcpy(C, part, p * qp * sizeof(double));
 }

@@ -24,7 +24,7 @@ from libc.math cimport sqrt, fabs, exp as c_exp, log as c_log
 from libc.stdlib cimport malloc, calloc, free
 
 from pyopnb._core.project import project
-from pyopnb._core.common cimport _entry_threads, _row_blocks
+from pyopnb._core.common cimport _entry_threads, _row_block_len, _row_blocks
 from pyopnb._core.simd cimport simd_path
 
 cnp.import_array()
@@ -37,11 +37,20 @@ cdef extern from "_core/linalg.h" nogil:
         const double* Bt
         Py_ssize_t q
         Py_ssize_t qp
+        Py_ssize_t block
     void pyopnb_crossprod_t(int level, const pyopnb_xp_operands* X, double* C, double* part, double* buf, int nthr)
     int PYOPNB_XP_ROWS
 
-__all__ = ["crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array", "c_exp_array"]
+__all__ = ["row_blocks", "crossprod", "crossprod_t", "matmul", "eigh", "orthonormal", "c_log_array", "c_exp_array"]
 
+
+
+def row_blocks(Py_ssize_t n):
+    """(blocks, rows per block): the fixed blocks of n rows that every sum
+    over the points goes by (_core/blocks.h)."""
+    if n < 1:
+        raise ValueError("need n >= 1")
+    return int(_row_blocks(n)), int(_row_block_len(n))
 
 
 def crossprod(A, B, int num_threads):
@@ -51,27 +60,38 @@ def crossprod(A, B, int num_threads):
     return crossprod_t(np.ascontiguousarray(A, dtype=np.float64), Bt, num_threads)
 
 
-def crossprod_t(const double[:, ::1] A, const double[:, ::1] Bt, int num_threads):
+def crossprod_t(const double[:, ::1] A, const double[:, ::1] Bt, int num_threads, Py_ssize_t block_len=0):
     """A'B [p, q] from A [n, p] and B given transposed, Bt [q, n] (the
     objective's dZ'): t(X) %*% dZ, each entry summed over the rows in order
     within each of the fixed blocks of rows (_core/blocks.h; R's order up
     to one block, 65536 rows), the blocks' partials added in block order.
-    Threads take (block, range of l) items as they come free."""
+    Threads take (block, range of l) items as they come free.
+
+    ``block_len``: the rows are whole blocks of a larger problem's, of
+    block_len rows each; its blocks' partials are returned, [nblk, p, q],
+    for the whole problem's sum in block order."""
     cdef Py_ssize_t n = A.shape[0], p = A.shape[1], q = Bt.shape[0]
     if Bt.shape[1] != n:
         raise ValueError(f"A has {n} rows but Bt has {Bt.shape[1]} columns")
+    if block_len < 0:
+        raise ValueError("block_len must be positive (or 0: the blocks of n rows)")
+    cdef bint parts = block_len > 0
+    cdef Py_ssize_t B = block_len if parts else _row_block_len(n)
+    cdef Py_ssize_t nblk = (n + B - 1) // B if n else 0
     if n == 0 or p == 0 or q == 0:
-        return np.zeros((p, q))
-    cdef Py_ssize_t qp = ((q + 7) // 8) * 8, nblk = _row_blocks(n)
+        return np.zeros((nblk, p, q)) if parts else np.zeros((p, q))
+    cdef Py_ssize_t qp = ((q + 7) // 8) * 8
     C = np.empty((p, qp))
     cdef double[:, ::1] cv = C
     cdef int level = simd_path(), nthr = max(1, _entry_threads(num_threads, n * p * q))
     buf = np.empty(nthr * PYOPNB_XP_ROWS * qp)  # each thread's rows of B
-    part = np.empty(nblk * p * qp if nblk > 1 else 1)  # the blocks' partials
+    part = np.empty(nblk * p * qp if nblk > 1 or parts else 1)  # the blocks' partials
     cdef double[::1] bv = buf, pv = part
-    cdef pyopnb_xp_operands X = pyopnb_xp_operands(A=&A[0, 0], n=n, p=p, Bt=&Bt[0, 0], q=q, qp=qp)
+    cdef pyopnb_xp_operands X = pyopnb_xp_operands(A=&A[0, 0], n=n, p=p, Bt=&Bt[0, 0], q=q, qp=qp, block=B)
     with nogil:
-        pyopnb_crossprod_t(level, &X, &cv[0, 0], &pv[0], &bv[0], nthr)
+        pyopnb_crossprod_t(level, &X, <double*> NULL if parts else &cv[0, 0], &pv[0], &bv[0], nthr)
+    if parts:
+        return np.ascontiguousarray(part.reshape(nblk, p, qp)[:, :, :q])
     return np.ascontiguousarray(C[:, :q])
 
 

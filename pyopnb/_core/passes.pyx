@@ -173,22 +173,28 @@ cdef class ColumnScratch:
     grid.pyx's GridTables). ``nbin`` and ``eps``: a grid's points and
     widening (unused by exact sums)."""
     def __cinit__(self, int[::1] y, int K, double[::1] h, Py_ssize_t nbin, double eps,
-                  const double[::1] beta, int num_threads, bint points=True, w=None):
+                  const double[::1] beta, int num_threads, bint points=True, w=None, totals=None):
         cdef Py_ssize_t n = y.shape[0], i
         cdef int k
         cdef const double[::1] wv
         if K < 1 or h.shape[0] != K:
             raise ValueError("need K >= 1 and one bandwidth per class")
         # the class totals W_k and the total W correctly rounded (math.fsum): the same doubles whatever the
-        # points' order or their split into blocks
-        totals = None
+        # points' order or their split into blocks; given (totals: (W_k, W)) where y is a part of a problem's points
+        whole = None
+        if totals is not None:
+            whole = [float(t) for t in totals[0]]
+            if len(whole) != K or not all(t > 0 and math.isfinite(t) for t in whole):
+                raise ValueError(f"totals must give {K} positive class totals")
+            whole.append(float(totals[1]))
         if w is not None:
             w = np.ascontiguousarray(w, dtype=np.float64)
             if w.shape != (n,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
                 raise ValueError(f"w must hold {n} positive finite weights")
             wv = w
             yk = np.asarray(y)
-            totals = [math.fsum(w[yk == k]) for k in range(K)]
+            if whole is None:
+                whole = [math.fsum(w[yk == k]) for k in range(K)] + [math.fsum(w)]
         self.w = w
         self.y = y
         self.beta = np.array(beta)
@@ -204,14 +210,14 @@ cdef class ColumnScratch:
         if self.h == NULL or self.wpt == NULL or self.wpth == NULL or wcls == NULL:
             free(wcls)
             raise MemoryError()
-        if w is None:
+        if whole is None:
             for i in range(n):
                 wcls[y[i]] += 1.0
             self.P.W = <double> n
         else:
             for k in range(K):
-                wcls[k] = totals[k]
-            self.P.W = math.fsum(w)
+                wcls[k] = whole[k]
+            self.P.W = whole[K]
         self.P.shared = True
         for k in range(K):
             self.h[k] = h[k]

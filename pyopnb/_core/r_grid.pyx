@@ -13,7 +13,7 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
+from pyopnb._core.common cimport _block_partials, _data_or_null, _reduce_blocks, _thread_id
 from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
 from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
@@ -35,9 +35,10 @@ cdef class RGridTables(GridTables):
     cdef double* cell_decaysp       # [ndim, cell_decay_len]: each column's decays over its cells
     cdef object _cell_decays
     cdef object _D_c                # [ndim, TK]: the kernel derivative sums of the c weights at the grid points
+    cdef double* D_cp
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
-                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None):
+                  double eps, const double[::1] beta, bint gradient, int num_threads, w=None, part=None):
         self.bins_simple = gradient
         self.S_lin = np.zeros((ndim, self.TK))
         self.S_simple = np.empty((ndim, self.TK)) if gradient else None
@@ -50,6 +51,7 @@ cdef class RGridTables(GridTables):
         self.S_simplep = _data_or_null(self.S_simple)
         self.D_simplep = _data_or_null(self.D_simple)
         self.cell_decaysp = _data_or_null(self._cell_decays)
+        self.D_cp = _data_or_null(self._D_c)
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
         cdef const Problem* P = &self.wk.P
@@ -73,6 +75,25 @@ cdef class RGridTables(GridTables):
         None) with priors PI, each point's densities read at its grid point,
         as R's f_NB_cpp and df_NB_cpp, and combined from their products
         (_row_posterior_products)."""
+        post = self._terms_and_posteriors(PI, posteriors)
+        cdef const double[::1] tv = self._terms
+        return _terms_mean(&tv[0], &self.wk.P), post
+
+    def part_value(self, const double[::1] PI, bint posteriors):
+        """A part's value_and_posteriors: its blocks' sums of their points'
+        terms (their weights times their log posteriors, [nblk]; the whole
+        problem's l is their sum in block order over its total weight), and
+        the posteriors, kept for part_gradient (None without them)."""
+        post = self._terms_and_posteriors(PI, posteriors)
+        sums = np.zeros(self.nblk)
+        cdef double[::1] sv = sums
+        cdef const double[::1] tv = self._terms
+        if self.n:
+            _block_partials(&tv[0], self.wk.P.w, self.n, self.B, &sv[0])
+        return sums, post
+
+    def _terms_and_posteriors(self, const double[::1] PI, bint posteriors):
+        """The points' terms (into _terms) and their posteriors (or None)."""
         logprior = self._check_built(PI)
         if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
@@ -99,7 +120,6 @@ cdef class RGridTables(GridTables):
         cdef const double* Ts = _data_or_null(self.S_simple)
         cdef const int* cell_of = &self.cells[0, 0]
         cdef Py_ssize_t TK = self.TK
-        cdef double total = 0.0
         cdef double* lf
         cdef double* lf_simple
         cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, cell_of, n, colv)
@@ -122,9 +142,7 @@ cdef class RGridTables(GridTables):
                     for j in range(m):
                         _row_posterior_products(&lf[(B + j) * K], &lf[(3 * B + j) * K], &PI[0], &lpv[0], K,
                                                 y[i0 + j], &pp[(i0 + j) * K], False, &lf[4 * B * K])
-            # summed in order, so that the value does not depend on the threads
-            total = _terms_mean(&tv[0], &self.wk.P)
-        return total, post
+        return post
 
     cdef void _make_logs(self):
         """logS_lin = log S_lin at each column's cells (its support's occupied cells: all
@@ -136,6 +154,11 @@ cdef class RGridTables(GridTables):
         cdef double[:, ::1] L = self.logS_lin
         if self._logs_made:
             return
+        if not self.supports_made:
+            # a part's tables came from the grid side: its own points' cells are all its passes read
+            for t in range(self.ndim):
+                self._column_support(t, 0, True)
+            self.supports_made = True
         if self._scaled is not None:
             self._scaled[:] = 0  # new logs: every column's scaled rows are stale
         for t in range(self.ndim):
@@ -185,7 +208,25 @@ cdef class RGridTables(GridTables):
 
     def subset_values(self, base, candidates, const double[::1] PI):
         """l (linear binning) of the columns base + [j], for each j in candidates:
-        objective_and_gradient(V[:, base + [j]]) up to rounding.
+        objective_and_gradient(V[:, base + [j]]) up to rounding; see
+        _subset_partials. Each candidate's sum goes by the fixed blocks of
+        rows: each block's partial, then the blocks' in block order."""
+        parts = self._subset_partials(base, candidates, PI)
+        total = np.zeros(parts.shape[1])
+        for b in range(parts.shape[0]):
+            total = total + parts[b]
+        return total / self.wk.P.W
+
+    def part_subset_values(self, base, candidates, const double[::1] PI):
+        """A part's subset_values: its blocks' partials [nblk, len(candidates)]
+        (the whole problem's values are their sums in block order over its
+        total weight)."""
+        return self._subset_partials(base, candidates, PI)
+
+    def _subset_partials(self, base, candidates, const double[::1] PI):
+        """For each j in candidates, each block of rows' partial [nblk, ncand]
+        of the sum of its points' weighted terms of l (linear binning) over
+        the columns base + [j].
 
         Each column's tables are built once, so R's greedy ordering costs a
         pass over the points per step. A point's log-sum-exp over the classes
@@ -215,9 +256,10 @@ cdef class RGridTables(GridTables):
         cdef const double* er
         cdef double* ar
         cdef double s, mx
-        cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B, t
+        # items of B points (cache-sized), within the fixed blocks of rows: per of them a block
+        cdef Py_ssize_t B = _block_len(K), RB = self.B, per = (RB + B - 1) // B, nitem = self.nblk * per, t, r
         if nc == 0:
-            return np.empty(0)
+            return np.zeros((self.nblk, 0))
         bcols = np.r_[bcols, 0]  # never empty
         cdef const Py_ssize_t[::1] bv = bcols
         cdef const Py_ssize_t[::1] ccv = ccols
@@ -225,7 +267,7 @@ cdef class RGridTables(GridTables):
             self._scale_rows(ccv[c])
         cdef const double[:, ::1] Mv = self._cell_max
         cdef const double[:, ::1] Ev = self._cell_exps
-        part = np.zeros((nblk, nc))
+        part = np.zeros((nitem, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
         accs = np.empty((nthr, 2 * B * K + 16))
         aexp = np.empty((nthr, B * K))
@@ -242,10 +284,13 @@ cdef class RGridTables(GridTables):
         cdef Py_ssize_t TK = self.TK
         cdef const Py_ssize_t[:, ::1] bp = _column_pointers(Sl, NULL, TK, cell_of, n, bv)
         with nogil:
-            for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
+            for b in prange(nitem, num_threads=nthr, schedule='dynamic'):
                 tid = _thread_id()
-                i0 = b * B
-                m = min(B, n - i0)
+                r = b // per
+                i0 = r * RB + (b % per) * B
+                m = min(B, min(n, (r + 1) * RB) - i0)
+                if m <= 0:
+                    continue
                 _block_products(self.wk.P.simd, bp, nb, K, i0, m, pyopnb_running(pr=&av[tid, 0], acc=&av[tid, B * K]),
                                 pyopnb_running(pr=NULL, acc=NULL))
                 pyopnb_log_products(m * K, &av[tid, 0], &av[tid, B * K])
@@ -278,7 +323,14 @@ cdef class RGridTables(GridTables):
                                 rv[tid, k] = av[tid, j * K + k] + row[k]
                             pv[b, c] += _point_weight(P, i0 + j) * _row_posterior(&rv[tid, 0], &logprior[0], K, yi,
                                                                                    NULL)
-        return part.sum(axis=0) / self.wk.P.W
+        # each block of rows' partial: its items' in order
+        blocks = np.zeros((self.nblk, nc))
+        cdef double[:, ::1] bk = blocks
+        for r in range(self.nblk):
+            for j in range(per):
+                for c in range(nc):
+                    bk[r, c] = bk[r, c] + pv[r * per + j, c]
+        return blocks
 
     def gradient(self, const double[:, ::1] post):
         """n * dl/dZ [ndim, n] of df_NB_cpp, given the posteriors [n, K].
@@ -291,56 +343,114 @@ cdef class RGridTables(GridTables):
         order (as update's).
         """
         dZ = self._gradient_out(post, self.S_simple is not None)
-        cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
+        with nogil:
+            self._point_terms(&post[0, 0])
+            self._sample_sums()
+            self._sample_terms()
+        return dZ
+
+    def part_gradient(self):
+        """A part's gradient, its first pass: the points' own terms of dZ
+        (kept), and each (column, block)'s c weights binned whole into the
+        cells [ndim, nblk, TK], for the grid side's merge_gradient."""
+        if self._post is None:
+            raise ValueError("no posteriors yet: call part_value(PI, True) first")
+        self._gradient_out(self._post, self.S_simple is not None)
+        cdef const double[:, ::1] post = self._post
+        with nogil:
+            self._point_terms(&post[0, 0])
+        return self._part_lin.copy()
+
+    def merge_gradient(self, part_c):
+        """The grid side's: the kernel derivative sums [ndim, TK] of the
+        parts' c weights (part_gradient's, their blocks in order) at the
+        grid points, for part_gradient_finish."""
+        if self.n != 0:
+            raise ValueError("merge_gradient is the grid side's: make it with no points")
+        self._check_built()
+        if self.S_simple is None:
+            raise ValueError("tables built without the gradient's")
+        self._copy_parts(part_c, self._part_lin, "part_c")
+        with nogil:
+            self._sample_sums()
+        return self._D_c.copy()
+
+    def part_gradient_finish(self, D_c):
+        """A part's n * dl/dZ [ndim, n]: its points' own terms (part_gradient)
+        with their sample-point terms read from D_c (merge_gradient's)."""
+        if self._dZ is None:
+            raise ValueError("call part_gradient first")
+        self._copy_parts(D_c, self._D_c, "D_c")
+        with nogil:
+            self._sample_terms()
+        return self._dZ
+
+    cdef void _point_terms(self, const double* post) noexcept nogil:
+        """Each point's own term of dZ (into _dZ), and each (column, block)'s
+        c weights binned whole into its cells: in the memory of the value's
+        linearly binned weights, spent once its tables are made."""
+        cdef Py_ssize_t n = self.n, nblk = self.nblk, TK = self.TK, B = self.B, it, t, i0, i1
         cdef const Problem* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
-        cdef Py_ssize_t B = (n + nblk - 1) // nblk, it, t, i, i0, i1
-        cdef double[:, ::1] dv = dZ
-        cdef double* D_c = _data_or_null(self._D_c)
-        cdef double* Tc = _data_or_null(self._cell_decays)
-        cdef Py_ssize_t cell_decay_len = self.cell_decay_len
-        # each (column, block)'s c weights, binned whole into the cells: in the memory of the value's
-        # linearly binned weights, spent once its tables are made
-        cdef double* part_c = _data_or_null(self._part_lin)
+        cdef double* part_c = self.part_linp
         cdef double* pc
-        cdef const int* cell_of = &self.cells[0, 0]
-        cdef double[::1] lo = self.lo, delta = self.delta
-        cdef double* Ts = _data_or_null(self.S_simple)
-        cdef double* Td = _data_or_null(self.D_simple)
-        cdef Column* cols = self.wk.cols
+        cdef double* dZ = self.dZp
+        cdef pyopnb_grad_points pts = pyopnb_grad_points(post=post, y=P.y, wt=P.w, h=P.h, K=P.K, shared=P.shared)
+        cdef pyopnb_grad_tables T
+        for it in prange(self.ndim * nblk, num_threads=self.nthr, schedule='dynamic'):
+            t = it // nblk
+            i0 = (it % nblk) * B
+            i1 = min(n, i0 + B)
+            pc = &part_c[it * TK]
+            memset(pc, 0, TK * sizeof(double))
+            T = pyopnb_grad_tables(S=&self.S_simplep[t * TK], D=&self.D_simplep[t * TK], W=pc)
+            pyopnb_grad_points_at_cells(P.simd, &T, &self.cellsp[t * n], &pts, i0, i1, &dZ[t * n])
+
+    cdef void _sample_sums(self) noexcept nogil:
+        """The sample-point term: each column's c weights (its blocks' added
+        in order) summed at its grid, into _D_c."""
+        cdef const Problem* P = &self.wk.P
+        cdef Py_ssize_t ndim = self.ndim, nblk = self.nblk, TK = self.TK, t
+        cdef int tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
+        cdef double* D_c = self.D_cp
+        cdef double* part_c = self.part_linp
         cdef Column* col
         cdef Support sp
         cdef GridSum g
         cdef double* decays
-        cdef pyopnb_grad_points pts = pyopnb_grad_points(post=&post[0, 0], y=P.y, wt=P.w, h=P.h, K=K,
-                                                         shared=P.shared)
-        cdef pyopnb_grad_tables T
-        with nogil:
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
-                t = it // nblk
-                i0 = (it % nblk) * B
-                i1 = min(n, i0 + B)
-                pc = &part_c[it * TK]
-                memset(pc, 0, TK * sizeof(double))
-                T = pyopnb_grad_tables(S=&Ts[t * TK], D=&Td[t * TK], W=pc)
-                pyopnb_grad_points_at_cells(P.simd, &T, &cell_of[t * n], &pts, i0, i1, &dv[t, 0])
-            # the sample-point term: sums of each column's c weights at its grid
-            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
-                tid = _thread_id()
-                col = &cols[tid]
-                sp = self._summing_column(t, tid, col, lo[t], delta[t], &part_c[t * nblk * TK])
-                decays = &Tc[t * cell_decay_len] if sp.sparse else NULL
-                g = GridSum(ker=&P.ker, weights=&part_c[t * nblk * TK], S=NULL, D=&D_c[t * TK], logs=False,
-                            anchors_all=False, eval_all=False, decays=decays, have_decays=sp.sparse)
-                _grid_sums(P, col, &sp, &g, inner)
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
-                t = it // nblk
-                i0 = (it % nblk) * B
-                i1 = min(n, i0 + B)
-                for i in range(i0, i1):
-                    k = P.y[i]
-                    dv[t, i] -= P.wpth[i] * D_c[t * TK + cell_of[t * n + i] * K + k]
-        return dZ
+        for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
+            tid = _thread_id()
+            col = &self.wk.cols[tid]
+            sp = self._summing_column(t, tid, col, self.lop[t], self.deltap[t], &part_c[t * nblk * TK])
+            decays = &self.cell_decaysp[t * self.cell_decay_len] if sp.sparse else NULL
+            g = GridSum(ker=&P.ker, weights=&part_c[t * nblk * TK], S=NULL, D=&D_c[t * TK], logs=False,
+                        anchors_all=False, eval_all=False, decays=decays, have_decays=sp.sparse)
+            _grid_sums(P, col, &sp, &g, inner)
+
+    cdef void _sample_terms(self) noexcept nogil:
+        """Each point's sample-point term, read from _D_c at its cell, taken from dZ."""
+        cdef const Problem* P = &self.wk.P
+        cdef Py_ssize_t n = self.n, nblk = self.nblk, TK = self.TK, B = self.B, it, t, i, i0, i1
+        cdef int K = P.K
+        cdef const double* D_c = self.D_cp
+        cdef double* dZ = self.dZp
+        for it in prange(self.ndim * nblk, num_threads=self.nthr, schedule='dynamic'):
+            t = it // nblk
+            i0 = (it % nblk) * B
+            i1 = min(n, i0 + B)
+            for i in range(i0, i1):
+                dZ[t * n + i] -= P.wpth[i] * D_c[t * TK + self.cellsp[t * n + i] * K + P.y[i]]
+
+    def set_tables(self, const double[::1] lo, const double[::1] delta, S_lin, S_simple, D_simple):
+        """A part's tables, the grid side's merge_parts' (S_lin, and with a
+        gradient S_simple and D_simple, [ndim, TK] each), on the grids its
+        points were binned on (part_bin)."""
+        self._check_built()
+        self._set_axes(lo, delta)
+        self._copy_parts(S_lin, self.S_lin, "S_lin")
+        if self.S_simple is not None:
+            self._copy_parts(S_simple, self.S_simple, "S_simple")
+            self._copy_parts(D_simple, self.D_simple, "D_simple")
+        self._logs_made = False
 
 
 cdef class RGrid(_GridEvaluator):

@@ -1,0 +1,145 @@
+"""The parts of a problem on Dask workers: one task per worker and pass.
+
+The rows sit on the workers as the chunks of a persisted dask array, each
+chunk whole blocks of rows (:mod:`pyopnb.parts`). A pass is one task per
+worker over the chunks it holds: each chunk's :class:`~pyopnb.parts.RowPart`
+lives in the worker's process between the passes of an evaluation (the
+n-sized state: Z, cells, posteriors, dZ), and the task returns what the grid
+side merges, per block.
+
+A task is a pure function of its inputs: it carries the evaluation's earlier
+passes (their arguments each held by a task of its own, fetched once by each
+worker), so a chunk whose
+part is missing or behind (its worker was lost, and Dask recomputed the
+chunk elsewhere) replays them first. The results are the same bits either
+way: each pass is a function of the chunk's rows and the driver's data.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from typing import Any, Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from ..parts import PartSpec, RowPart
+
+__all__ = ["DaskRunner"]
+
+# each worker process's parts: (fit token, chunk) -> [part, (evaluation, passes done)]
+_PARTS: Dict[Tuple[str, int], List[Any]] = {}
+_LOCK = threading.Lock()
+
+
+def _part_pass(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
+               chunks: Sequence[int], *data: np.ndarray) -> List[Any]:
+    """On a worker: the last pass of ``history`` (the evaluation's passes so
+    far, each (method, args)) for each of ``chunks``, whose rows X and codes
+    y0 are ``data`` (X_0, y_0, X_1, y_1, ...); a part not at the pass before
+    replays the evaluation's earlier passes first."""
+    out = []
+    for c, chunk in enumerate(chunks):
+        X, y0 = data[2 * c], data[2 * c + 1]
+        key = (token, chunk)
+        with _LOCK:
+            entry = _PARTS.get(key)
+            if entry is None:
+                entry = _PARTS[key] = [RowPart(X, y0, spec), (-1, 0)]
+        part, done = entry
+        # passes of this evaluation already made here: they are replayed from the start where they are not
+        start = done[1] if done[0] == evaluation and done[1] < len(history) else 0
+        result = None
+        for step, (method, args) in enumerate(history):
+            if step < start:
+                continue
+            result = getattr(part, method)(*args)
+        entry[1] = (evaluation, len(history))
+        out.append(result)
+    return out
+
+
+def _hold(args: tuple) -> tuple:
+    """The driver's data of a pass, as a task's result."""
+    return args
+
+
+def _forget(token: str) -> int:
+    """On a worker: drop a fit's parts; how many there were."""
+    with _LOCK:
+        keys = [k for k in _PARTS if k[0] == token]
+        for k in keys:
+            del _PARTS[k]
+    return len(keys)
+
+
+class DaskRunner:
+    """Carries :class:`~pyopnb.parts.PartsEvaluator`'s calls to the parts on
+    a Dask cluster.
+
+    X, y0: a dask array [n, d] of the scaled rows and one [n] of their
+    0-based codes, chunked alike along the rows, each chunk whole blocks of
+    rows (:func:`pyopnb.dask.block_chunks`), X in one chunk across its
+    columns. They are persisted on the workers once; each pass is then one
+    task per worker, on the chunks it holds.
+    """
+
+    def __init__(self, client: Any, X: Any, y0: Any, spec: PartSpec):
+        from distributed import futures_of, wait
+
+        if X.chunks[0] != y0.chunks[0]:
+            raise ValueError("X and y0 must be chunked alike along the rows")
+        if len(X.chunks[1]) != 1:
+            raise ValueError("X must be one chunk across its columns")
+        spec.layout.check_bounds(np.concatenate([[0], np.cumsum(X.chunks[0])]))
+        self.client = client
+        self.spec = spec
+        self.token = uuid.uuid4().hex
+        self.X, self.y0 = client.persist([X, y0])
+        by_key = {f.key: f for f in futures_of(self.X) + futures_of(self.y0)}
+        self._data = [(by_key[kx[0]], by_key[ky])
+                      for kx, ky in zip(self.X.__dask_keys__(), self.y0.__dask_keys__())]
+        # placed before the first pass, so that each worker's task finds its chunks there
+        wait(list(by_key.values()))
+        self._evaluation = itertools.count()
+        self._current = -1
+        self._history: List[Tuple[str, Any]] = []
+
+    def _groups(self) -> Dict[str, List[int]]:
+        """The chunks each worker holds now (by their X), in row order."""
+        holders = self.client.who_has([fx for fx, _ in self._data])
+        groups: Dict[str, List[int]] = {}
+        for c, (fx, _) in enumerate(self._data):
+            where = holders.get(fx.key) or ()
+            groups.setdefault(sorted(where)[0] if where else "", []).append(c)
+        return groups
+
+    def call(self, method: str, *args: Any) -> List[Any]:
+        """Each part's ``method(*args)``, in part (row) order: an
+        ``extremes`` call starts an evaluation."""
+        if method == "extremes":
+            self._current = next(self._evaluation)
+            self._history = []
+        # held by a task, not scattered: a lost worker's copy is made again from the task, as Dask does for
+        # any result
+        self._history.append((method, self.client.submit(_hold, args, pure=False)))
+        futures = []
+        groups = self._groups()
+        for worker, chunks in groups.items():
+            data = [f for c in chunks for f in self._data[c]]
+            where = dict(workers=[worker], allow_other_workers=True) if worker else {}
+            futures.append(self.client.submit(_part_pass, self.token, self.spec, self._current, list(self._history),
+                                              chunks, *data, pure=False, **where))
+        results: List[Any] = [None] * len(self._data)
+        for chunks, res in zip(groups.values(), self.client.gather(futures)):
+            for c, r in zip(chunks, res):
+                results[c] = r
+        return results
+
+    def close(self) -> None:
+        """Drop the parts from the workers and release the persisted rows."""
+        try:
+            self.client.run(_forget, self.token)
+        finally:
+            self._data = []
+            self.X = self.y0 = None

@@ -1,0 +1,265 @@
+"""R's binned objective over the rows in parts: the same bits as one machine.
+
+Every sum over the points goes by the fixed blocks of rows of
+``_core/blocks.h``: each block summed in row order from zero, the blocks'
+partials added in block order. A part of the data that holds whole blocks
+can therefore do its blocks' work alone and hand back their partials; the
+side that merges them (the *grid side*: a machine holding no rows) adds
+them in block order and gets the bits of the whole data on one machine,
+whatever the split of the blocks into parts and wherever each part runs.
+
+One evaluation of l(V) and its gradient makes four passes over the parts,
+each a call on every part (:class:`RowPart`) and a merge on the grid side
+(:class:`PartsEvaluator`):
+
+1. ``extremes``: Z = X V for the part's rows, each block's extremes per
+   column; the grid side finds each column's grid (``grid_axes``).
+2. ``bin``: the part's points binned on those grids, each block's grid
+   weights and the grid points its cells mark; the grid side adds the
+   blocks' weights in order and makes the tables (kernel sums on the grids).
+3. ``value``: the part's points' terms, summed per block, and their c
+   weights (the gradient's), binned per block; the grid side adds the sums
+   in block order (l) and sums the c weights at the grid points.
+4. ``finish``: the part's dZ and its blocks' partials of t(X) dZ; the grid
+   side adds them in block order (dl/dV).
+
+The grid side holds the grids, tables and L-BFGS-B's state, nothing of
+size n. A *runner* carries the calls to the parts: :class:`LocalRunner`
+here, ``pyopnb.dask``'s on a cluster.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._core import linalg, project
+from ._core.grid import grid_axes
+from ._core.r_grid import RGridTables
+from .evaluation import GRID_EPS, greedy
+from .ksum import DEFAULT_BETA
+
+__all__ = ["BlockLayout", "PartSpec", "RowPart", "LocalRunner", "PartsEvaluator"]
+
+
+@dataclass(frozen=True)
+class BlockLayout:
+    """The fixed blocks of n rows: ``nblk`` blocks of ``block_len`` rows, the
+    last shorter. A function of n alone (``_core/blocks.h``)."""
+
+    n: int
+
+    @property
+    def nblk(self) -> int:
+        return linalg.row_blocks(self.n)[0]
+
+    @property
+    def block_len(self) -> int:
+        return linalg.row_blocks(self.n)[1]
+
+    def rows(self, b0: int, b1: int) -> Tuple[int, int]:
+        """The rows [start, stop) of blocks b0..b1-1."""
+        if not 0 <= b0 < b1 <= self.nblk:
+            raise ValueError(f"blocks {b0}..{b1 - 1} are not within 0..{self.nblk - 1}")
+        return b0 * self.block_len, min(self.n, b1 * self.block_len)
+
+    def block_of(self, row: int) -> int:
+        """The block row ``row`` (0..n) starts; n: nblk."""
+        return -(-row // self.block_len) if row >= self.n else row // self.block_len
+
+    def check_bounds(self, bounds: Sequence[int]) -> List[int]:
+        """Row bounds 0 = r_0 < r_1 < ... < r_m = n of m parts, each on a
+        block boundary; the block index of each bound."""
+        bl = [int(b) for b in bounds]
+        if len(bl) < 2 or bl[0] != 0 or bl[-1] != self.n or any(a >= b for a, b in zip(bl, bl[1:])):
+            raise ValueError(f"part bounds must increase from 0 to n = {self.n}, got {bl}")
+        bad = [b for b in bl[1:-1] if b % self.block_len]
+        if bad:
+            raise ValueError(f"part bounds must fall on block boundaries (multiples of {self.block_len} rows, the "
+                             f"blocks of n = {self.n}); {bad} do not")
+        return [self.block_of(b) for b in bl]
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """What every part of one problem shares: its classes' bandwidths h and
+    priors PI [K], counts n_k [K] of the whole data, its total n, its bins
+    per column and the threads of each part's passes."""
+
+    h: np.ndarray
+    PI: np.ndarray
+    counts: np.ndarray
+    n: int
+    nbin: int
+    threads: int = 1
+
+    @property
+    def K(self) -> int:
+        return int(self.PI.size)
+
+    @property
+    def layout(self) -> BlockLayout:
+        return BlockLayout(self.n)
+
+    def part(self, nblk: int) -> Tuple[int, int, Tuple[np.ndarray, float]]:
+        """The compiled tables' ``part`` for nblk blocks."""
+        return self.layout.block_len, nblk, (np.asarray(self.counts, dtype=np.float64), float(self.n))
+
+    def tables(self, ndim: int, y0: np.ndarray, nblk: int) -> RGridTables:
+        """R's binned tables for ndim columns over the points y0 (none: the grid side)."""
+        return RGridTables(ndim, y0, self.K, self.h, self.nbin, GRID_EPS, DEFAULT_BETA, True, self.threads, None,
+                           self.part(nblk))
+
+
+class RowPart:
+    """The rows of whole blocks of a problem, and their passes (see the
+    module's docstring). X: the part's rows [m, d] of the scaled data;
+    y0: their 0-based class codes."""
+
+    def __init__(self, X: np.ndarray, y0: np.ndarray, spec: PartSpec):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.y0 = np.ascontiguousarray(y0, dtype=np.int32)
+        if self.X.ndim != 2 or self.y0.shape != (self.X.shape[0],) or self.X.shape[0] < 1:
+            raise ValueError(f"a part needs rows X [m, d] and m class codes, got {self.X.shape} and "
+                             f"{self.y0.shape}")
+        self.spec = spec
+        self.nblk = -(-self.X.shape[0] // spec.layout.block_len)
+        self._tables: Dict[int, RGridTables] = {}
+        self._Zt: Optional[np.ndarray] = None
+
+    def _for(self, ndim: int) -> RGridTables:
+        if ndim not in self._tables:
+            self._tables = {ndim: self.spec.tables(ndim, self.y0, self.nblk)}
+        return self._tables[ndim]
+
+    def extremes(self, V: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        Va = np.ascontiguousarray(V, dtype=np.float64)
+        if self._Zt is None or self._Zt.shape[0] != Va.shape[1]:
+            self._Zt = None
+        self._Zt = project.project(self.X, Va, self.spec.threads, out=self._Zt)
+        return self._for(Va.shape[1]).part_extremes(self._Zt)
+
+    def bin(self, lo: np.ndarray, delta: np.ndarray):
+        return self._for(lo.size).part_bin(lo, delta)
+
+    def value(self, lo: np.ndarray, delta: np.ndarray, tables: Tuple[np.ndarray, np.ndarray, np.ndarray],
+              gradient: bool) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        T = self._for(lo.size)
+        T.set_tables(lo, delta, *tables)
+        sums, _ = T.part_value(self.spec.PI, gradient)
+        return sums, (T.part_gradient() if gradient else None)
+
+    def subset(self, base: List[int], candidates: List[int]) -> np.ndarray:
+        """Each block's partials of R's greedy order's values (after a value pass)."""
+        return next(iter(self._tables.values())).part_subset_values(base, candidates, self.spec.PI)
+
+    def finish(self, D_c: np.ndarray) -> np.ndarray:
+        dZt = self._for(D_c.shape[0]).part_gradient_finish(D_c)
+        return linalg.crossprod_t(self.X, dZt, self.spec.threads, block_len=self.spec.layout.block_len)
+
+
+class LocalRunner:
+    """Calls every part in this process, in part order."""
+
+    def __init__(self, parts: Sequence[RowPart]):
+        self.parts = list(parts)
+
+    def call(self, method: str, *args: Any) -> List[Any]:
+        return [getattr(part, method)(*args) for part in self.parts]
+
+
+def _in_order(results: Sequence[np.ndarray], axis: int) -> np.ndarray:
+    """The parts' per-block results joined in block order (the runner
+    returns them in part order, the parts' blocks in order)."""
+    return np.concatenate([np.asarray(r) for r in results], axis=axis)
+
+
+def add_blocks(parts: np.ndarray) -> np.ndarray:
+    """Blocks' partials [nblk, ...] added in block order from the first,
+    as ``pyopnb_reduce_blocks``: each entry's sum is the same double
+    whatever numpy's loop does, since each add is one rounding."""
+    total = np.array(parts[0], dtype=np.float64, copy=True)
+    for b in range(1, parts.shape[0]):
+        total = total + parts[b]
+    return total
+
+
+class PartsEvaluator:
+    """R's binned objective l(V) and its gradient, as
+    :class:`pyopnb.evaluation.Evaluator` over ``r_grid`` computes them, with
+    the rows in parts (see the module's docstring): the grid side of the
+    passes. ``runner.call(method, *args)`` calls each part's method and
+    returns their results in part order, the parts in the order of their
+    rows."""
+
+    def __init__(self, runner: Any, spec: PartSpec):
+        self.runner = runner
+        self.spec = spec
+        self.nbin: Optional[int] = spec.nbin
+        self.threads = self.most_threads = spec.threads
+        self._grid: Dict[int, RGridTables] = {}
+
+    def use_threads(self, count: int) -> None:
+        """The parts keep their threads: a distributed pass's pace is its
+        workers'."""
+
+    def _grid_side(self, ndim: int) -> RGridTables:
+        if ndim not in self._grid:
+            self._grid = {ndim: self.spec.tables(ndim, np.zeros(0, dtype=np.int32), self.spec.layout.nblk)}
+        return self._grid[ndim]
+
+    def _evaluate(self, V: Any, gradient: bool) -> Tuple[float, Optional[np.ndarray]]:
+        Va = np.ascontiguousarray(V, dtype=np.float64)
+        if Va.ndim != 2 or Va.shape[1] < 1:
+            raise ValueError(f"V must be a matrix of at least one column, got shape {Va.shape}")
+        grid = self._grid_side(Va.shape[1])
+        ext = self.runner.call("extremes", Va)
+        lo, delta = grid_axes(_in_order([e[0] for e in ext], 1), _in_order([e[1] for e in ext], 1),
+                              GRID_EPS, self.spec.nbin)
+        binned = self.runner.call("bin", lo, delta)
+        grid.merge_parts(lo, delta, _in_order([b[0] for b in binned], 1), _in_order([b[1] for b in binned], 1),
+                         np.bitwise_or.reduce(np.stack([b[2] for b in binned]), axis=0))
+        tables = (grid.S_lin, grid.S_simple, grid.D_simple)
+        valued = self.runner.call("value", lo, delta, tables, gradient)
+        total = 0.0
+        for s in _in_order([v[0] for v in valued], 0):
+            total = total + float(s)
+        value = total / float(self.spec.n)
+        if not gradient:
+            return value, None
+        D_c = grid.merge_gradient(_in_order([v[1] for v in valued], 1))
+        G = add_blocks(_in_order(self.runner.call("finish", D_c), 0))
+        G /= float(self.spec.n)
+        return value, G
+
+    def value(self, V: Any) -> float:
+        """l at V."""
+        return self._evaluate(V, False)[0]
+
+    def order_columns(self, V: Any) -> List[int]:
+        """R's column order (:func:`pyopnb.evaluation.greedy`), each step's
+        values from the parts' blocks at V, added in block order."""
+        Va = np.ascontiguousarray(V, dtype=np.float64)
+        self._evaluate(Va, False)
+
+        def values(chosen: List[int], remaining: List[int]) -> np.ndarray:
+            total = np.zeros(len(remaining))
+            for partial in _in_order(self.runner.call("subset", chosen, remaining), 0):
+                total = total + partial
+            return total / float(self.spec.n)
+
+        return greedy(Va.shape[1], values)
+
+    def value_and_grad(self, V: Any) -> Tuple[float, np.ndarray]:
+        """l at V and dl/dV, (d, ndim)."""
+        value, G = self._evaluate(V, True)
+        assert G is not None
+        return value, G
+
+
+def split(X: np.ndarray, y0: np.ndarray, spec: PartSpec, bounds: Sequence[int]) -> List[RowPart]:
+    """The rows of X and y0 in parts between row bounds on block boundaries
+    (:meth:`BlockLayout.check_bounds`)."""
+    spec.layout.check_bounds(bounds)
+    return [RowPart(X[a:b], y0[a:b], spec) for a, b in zip(bounds, bounds[1:])]

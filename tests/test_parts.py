@@ -1,0 +1,187 @@
+"""The rows in parts (pyopnb.parts): R's binned objective and its gradient
+from parts of whole blocks, merged on a grid side with no rows, are the
+single machine's bits, whatever the split."""
+import numpy as np
+import pytest
+
+from pyopnb import evaluation as ev
+from pyopnb._core import linalg
+from pyopnb._core.grid import grid_axes
+from pyopnb._core.r_grid import RGridTables
+from pyopnb.parts import BlockLayout, LocalRunner, PartSpec, PartsEvaluator, RowPart, add_blocks, split
+
+
+def _problem(n, d=5, K=3, seed=0, h=0.4):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, n).astype(np.int32)
+    X = rng.normal(size=(n, d)) + 0.4 * y[:, None] * (np.arange(d) < 2)
+    hv = np.full(K, h)
+    PI = np.bincount(y, minlength=K) / n
+    return X, y, hv, PI, rng
+
+
+def _single(X, y, h, PI, nbin, threads=1):
+    prob = ev.check_problem(X, y, PI, h)
+    return ev.Evaluator(prob, ev.r_grid(prob, nbin, threads), nbin, threads)
+
+
+def _parts(X, y, h, PI, nbin, bounds, threads=1):
+    spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=PI.size), n=X.shape[0], nbin=nbin,
+                    threads=threads)
+    return PartsEvaluator(LocalRunner(split(X, y, spec, bounds)), spec)
+
+
+def test_block_layout_is_the_compiled_ones():
+    for n in (1, 65536, 65537, 140000, 10**7):
+        lay = BlockLayout(n)
+        assert (lay.nblk, lay.block_len) == linalg.row_blocks(n)
+        assert lay.rows(lay.nblk - 1, lay.nblk)[1] == n
+    lay = BlockLayout(140000)
+    assert lay.block_len == 46667
+    assert lay.check_bounds([0, 46667, 140000]) == [0, 1, 3]
+    with pytest.raises(ValueError, match="block boundaries"):
+        lay.check_bounds([0, 46666, 140000])
+    with pytest.raises(ValueError, match="increase from 0 to n"):
+        lay.check_bounds([0, 140001])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_parts_give_the_single_machines_bits_for_every_split(threads):
+    n = 140000  # three blocks of 46,667 rows
+    X, y, h, PI, rng = _problem(n)
+    E = _single(X, y, h, PI, 300, threads)
+    B = BlockLayout(n).block_len
+    for ndim in (1, 3):
+        V = rng.normal(size=(X.shape[1], ndim))
+        f0, G0 = E.value_and_grad(V)
+        for bounds in ([0, n], [0, B, n], [0, 2 * B, n], [0, B, 2 * B, n]):
+            P = _parts(X, y, h, PI, 300, bounds, threads)
+            f1, G1 = P.value_and_grad(V)
+            assert f1 == f0 and np.array_equal(G1, G0), (ndim, bounds)
+            assert P.value(V) == E.value(V)
+
+
+def test_one_block_is_Rs_row_order_and_the_same_bits():
+    X, y, h, PI, rng = _problem(3000, K=4, seed=3, h=0.3)
+    V = rng.normal(size=(5, 2))
+    f0, G0 = _single(X, y, h, PI, 1000).value_and_grad(V)
+    f1, G1 = _parts(X, y, h, PI, 1000, [0, 3000]).value_and_grad(V)
+    assert f1 == f0 and np.array_equal(G1, G0)
+
+
+def test_a_split_off_block_boundaries_is_refused():
+    X, y, h, PI, _ = _problem(140000)
+    with pytest.raises(ValueError, match="block boundaries"):
+        _parts(X, y, h, PI, 300, [0, 50000, 140000])
+
+
+def test_the_grid_side_refuses_the_parts_passes_and_a_part_the_merges():
+    X, y, h, PI, rng = _problem(500)
+    spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=3), n=500, nbin=100)
+    part = RowPart(X, y, spec)
+    ext = part.extremes(rng.normal(size=(5, 2)))
+    lo, delta = grid_axes(ext[0], ext[1], ev.GRID_EPS, 100)
+    PL, PS, marks = part.bin(lo, delta)
+    with pytest.raises(ValueError, match="grid side"):
+        part._for(2).merge_parts(lo, delta, PL, PS, marks)
+    grid = spec.tables(2, np.zeros(0, dtype=np.int32), 1)
+    with pytest.raises(ValueError, match="must be"):
+        grid.merge_parts(lo, delta, PL[:, :0], PS, marks)
+    with pytest.raises(ValueError, match="2 blocks, not 1"):
+        RGridTables(2, np.zeros(140000, dtype=np.int32), 3, h, 100, ev.GRID_EPS, np.array([0.25, 0.25]), True, 1,
+                    None, (70000, 1, (np.ones(3), 3.0)))
+
+
+def test_grid_axes_are_updates():
+    X, y, h, PI, rng = _problem(140000)
+    V = rng.normal(size=(5, 3))
+    spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=3), n=140000, nbin=200)
+    part = RowPart(X, y, spec)
+    zmin, zmax = part.extremes(V)
+    assert zmin.shape == (3, 3)
+    lo, delta = grid_axes(zmin, zmax, ev.GRID_EPS, 200)
+    ref = RGridTables(3, y, 3, h, 200, ev.GRID_EPS, np.array([0.25, 0.25]), False, 1).update(part._Zt)
+    assert np.array_equal(ref.lo, lo) and np.array_equal(ref.delta, delta)
+    assert np.array_equal(lo, part._Zt.min(axis=1) - ev.GRID_EPS)
+
+
+def test_crossprod_partials_add_to_the_whole():
+    rng = np.random.default_rng(5)
+    n = 140000
+    A = rng.normal(size=(n, 4))
+    Bt = rng.normal(size=(3, n))
+    whole = linalg.crossprod_t(A, Bt, 2)
+    B = BlockLayout(n).block_len
+    parts = np.concatenate([linalg.crossprod_t(np.ascontiguousarray(A[a:b]), np.ascontiguousarray(Bt[:, a:b]), 2,
+                                               block_len=B) for a, b in ((0, B), (B, n))])
+    assert parts.shape == (3, 4, 3)
+    assert np.array_equal(add_blocks(parts), whole)
+    with pytest.raises(ValueError, match="block_len"):
+        linalg.crossprod_t(A, Bt, 1, block_len=-1)
+
+
+@pytest.mark.parametrize("n", [1000, 140000])
+def test_chained_statistics_are_Rs_for_every_split(n):
+    from pyopnb import formulation as fm, part_stats
+    from pyopnb._core import colstats
+
+    rng = np.random.default_rng(3)
+    d = 6
+    X = rng.normal(size=(n, d)) * np.array([1e3, 1, 1e-3, 5, 2, 3]) + 7
+    X[:, 5] = 2.5  # a constant column: scale 0
+    mu, scales, Xs = fm.r_standardise(X, True, None, 2)
+    C = colstats.r_cov(np.ascontiguousarray(Xs), 2)
+    V = fm.r_start(None, Xs, None, 2, 2)
+    for bounds in ([0, n], [0, 333, n], [0, 1, 500, 999, n]):
+        chain = part_stats.local_chain([X[a:b] for a, b in zip(bounds, bounds[1:])], 2)
+        mu2, scales2 = part_stats.r_scaling(chain, n, d)
+        assert np.array_equal(mu2, mu) and np.array_equal(scales2, scales) and scales2[5] == 0
+        assert np.array_equal(part_stats.r_cov(chain, n, d, mu2, scales2), C)
+        assert np.array_equal(part_stats.r_start(chain, n, d, 2, mu2, scales2), V)
+    unscaled = part_stats.r_scaling(part_stats.local_chain([X]), n, d, scale=False)
+    assert np.array_equal(unscaled[0], mu) and np.array_equal(unscaled[1], np.ones(d))
+
+
+def test_carried_sums_refuse_a_wrong_length():
+    from pyopnb._core import colstats
+
+    X = np.ones((3, 2))
+    with pytest.raises(ValueError, match="one sum per column"):
+        colstats.col_sums_from(X, np.zeros(3, dtype=np.longdouble))
+    with pytest.raises(ValueError, match="d\\(d\\+1\\)/2"):
+        colstats.cov_sums_from(X, np.zeros(2), np.zeros(2, dtype=np.longdouble))
+
+
+def test_a_fit_in_parts_is_OPNBs(pima):
+    import pyopnb
+    from pyopnb.part_fit import fit_projection_local
+
+    m = pyopnb.OPNB(pima.X_train, pima.y_train, ndim=2)
+    f = fit_projection_local(pima.X_train, pima.y_train, [0, pima.X_train.shape[0]], ndim=2)
+    assert np.array_equal(f.V, m.V) and f.fval == m.fval and np.array_equal(f.h, m.h)
+    assert np.array_equal(f.PI, m.PI) and np.array_equal(f.mu, m.mu) and np.array_equal(f.scales, m.scales)
+    assert list(f.levels) == list(m.ynames) and f.convergence == m.convergence
+    X, y, _, _, _ = _problem(140000)
+    m = pyopnb.OPNB(X, y, ndim=2, nbin=300)
+    f = fit_projection_local(X, y, [0, BlockLayout(140000).block_len, 140000], ndim=2, nbin=300)
+    assert np.array_equal(f.V, m.V) and f.fval == m.fval
+    with pytest.raises(ValueError, match="exact sums"):
+        fit_projection_local(X, y, [0, 140000], nbin=None)
+
+
+def test_the_greedy_order_in_parts_is_the_single_machines():
+    n = 140000
+    X, y, h, PI, rng = _problem(n, d=6)
+    E = _single(X, y, h, PI, 300, 2)
+    V = rng.normal(size=(6, 4))
+    B = BlockLayout(n).block_len
+    E.value(V)
+    one = E.core.subset_values(E._Zt, [1], [0, 2, 3])
+    for bounds in ([0, n], [0, B, n]):
+        P = _parts(X, y, h, PI, 300, bounds, 2)
+        P.value(V)
+        total = np.zeros(3)
+        for partial in np.concatenate(P.runner.call("subset", [1], [0, 2, 3])):
+            total = total + partial
+        assert np.array_equal(total / n, one)
+        assert P.order_columns(V) == E.order_columns(V)
