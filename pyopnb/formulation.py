@@ -179,16 +179,23 @@ def r_standardise(X: np.ndarray, scale: bool = True, names: Optional[Tuple[str, 
             sd = np.zeros(d)
         else:
             sd = r_sd(Xc, thr) if w is None else np.sqrt(weighted_var(Xc, w, thr))
-        if not np.all(np.isfinite(sd)):
-            j = int(np.flatnonzero(~np.isfinite(sd))[0])
-            col = f"'{names[j]}'" if names else str(j)
-            raise ValueError(f"X's column {col} varies too much for its variance to be a double (values past about "
-                             f"1e154): divide X by a constant first")
-        scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
+        scales = r_scales(sd, names)
         colstats.sweep(Xc, scales, Xc, False, thr)
     else:
         scales = np.ones(d)
     return mu, scales, Xc
+
+
+def r_scales(sd: np.ndarray, names: Optional[Tuple[str, ...]] = None) -> np.ndarray:
+    """R's scales from the columns' sd: 1/sd, 0 for sd < 1e-20 (a constant
+    column). A column whose variance overflowed (sd not finite) is an error
+    naming it (R would zero it silently)."""
+    if not np.all(np.isfinite(sd)):
+        j = int(np.flatnonzero(~np.isfinite(sd))[0])
+        col = f"'{names[j]}'" if names else str(j)
+        raise ValueError(f"X's column {col} varies too much for its variance to be a double (values past about "
+                         f"1e154): divide X by a constant first")
+    return np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
 
 
 def _penalty(C: Optional[Callable], Xs: np.ndarray, y1: np.ndarray, d: int):

@@ -20,11 +20,9 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import numpy as np
 
 from ._core import colstats, eigen as _eigen
+from .formulation import r_scales
 
 __all__ = ["standardised", "sums_step", "cov_step", "local_chain", "r_scaling", "r_cov", "r_start"]
-
-# sd below this is a constant column: scale 0 (formulation.r_standardise)
-_SD_ZERO = 1e-20
 
 Chain = Callable[..., np.ndarray]
 
@@ -92,13 +90,7 @@ def r_scaling(chain: Chain, n: int, d: int, scale: bool = True, names: Optional[
         m = _r_means(chain, n, d, mu, None).astype(np.float64).astype(np.longdouble)
         ss = chain(sums_step, np.zeros(d, dtype=np.longdouble), mu, None, m, True)
         sd = np.sqrt((ss / np.longdouble(n - 1)).astype(np.float64))
-    if not np.all(np.isfinite(sd)):
-        j = int(np.flatnonzero(~np.isfinite(sd))[0])
-        col = f"'{names[j]}'" if names else str(j)
-        raise ValueError(f"X's column {col} varies too much for its variance to be a double (values past about "
-                         f"1e154): divide X by a constant first")
-    scales = np.where(sd < _SD_ZERO, 0.0, 1.0 / np.where(sd < _SD_ZERO, 1.0, sd))
-    return mu, scales
+    return mu, r_scales(sd, names)
 
 
 def r_cov(chain: Chain, n: int, d: int, mu: Optional[np.ndarray] = None, scales: Optional[np.ndarray] = None
