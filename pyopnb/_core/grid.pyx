@@ -37,7 +37,7 @@ cnp.import_array()
 
 
 # a column's sums run over its support alone unless the support holds nearly
-# the whole grid (see _support): more than _DENSE tenths of its points
+# the whole grid (see _support_from_marks): more than _DENSE tenths of its points
 DEF _DENSE = 9
 
 
@@ -304,7 +304,7 @@ cdef class GridTables:
         self._cells = np.empty((ndim, self.n), dtype=np.intc)
         self.cells = self._cells
         self._dZ = None
-        # each column's support (see _support), and each thread's scratch for it
+        # each column's support (see _support_from_marks), and each thread's scratch for it
         self._weighted = np.empty((ndim, nbin), dtype=np.intp)
         self._occupied = np.empty((ndim, nbin), dtype=np.intp)
         self._occupied_pos = np.empty((ndim, nbin), dtype=np.intp)
