@@ -784,9 +784,10 @@ def exact_sums(const double[::1] x, const double[:, ::1] W, double h, const doub
 
 
 def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const double[::1] beta,
-              const double[::1] e, bint want_S, bint want_D, int num_threads):
+              const double[::1] e, bint want_S, bint want_D, int num_threads, bint log_S=False):
     """Sums of grid weights Wg [G, r] (grid equally spaced) at any points e,
-    on num_threads threads.
+    on num_threads threads; with log_S, S holds log ksum in the form that
+    never underflows (_sums_on_anchors', for non-negative weights).
 
     Points outside the grid get the exact sums of the grid weights.
     """
@@ -805,7 +806,7 @@ def grid_sums(const double[::1] grid, const double[:, ::1] Wg, double h, const d
     cdef RunningSums tb
     cdef Py_ssize_t* lo = <Py_ssize_t*> scratch_alloc(m * sizeof(Py_ssize_t))
     cdef Anchors A = Anchors(x=&grid[0], G=G, r=<int> r, h=&h, shared=True, ker=&ker)
-    cdef EvalRows ev = EvalRows(e=&e[0], lo=lo, m=m, outrow=NULL, S=Sp, D=Dp, logS=False)
+    cdef EvalRows ev = EvalRows(e=&e[0], lo=lo, m=m, outrow=NULL, S=Sp, D=Dp, logS=log_S)
     with nogil:
         if _tables_alloc(&tb, G, r, ker.a + 1, True, False) or lo == NULL:
             bad = 1

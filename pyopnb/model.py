@@ -172,6 +172,31 @@ class OPNBModel:
         Xa = check_X(X, "Xte", self.V.shape[0], self.feature_names)
         return projection(Xa, self.mu, self.V)
 
+    def class_densities(self, Z: np.ndarray, log: bool, threads: int) -> np.ndarray:
+        """The class densities of projected points, as R's predict sums them over the training rows.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (m, t)
+            Projections on the model's first t columns.
+        log : bool
+            Sum the columns' log densities instead of multiplying the densities.
+        threads : int
+            Threads; the numbers do not depend on it.
+
+        Returns
+        -------
+        ndarray of shape (m, K)
+            sum_t log f_kt(Z[:, t]) (``log``) or prod_t f_kt(Z[:, t]).
+        """
+        nd = Z.shape[1]
+        ptr = projection(self.X, self.mu, np.ascontiguousarray(self.V[:, :nd]), threads)
+        return _class_log_densities(self, Z, ptr, nd, log, threads)
+
+    def train_points(self) -> int:
+        """The points each prediction's sums run over (a thread count's work)."""
+        return int(self.X.shape[0])
+
     def __repr__(self) -> str:
         return (f"OPNBModel(d={self.V.shape[0]}, ndim={self.ndim}, classes={list(self.ynames)}, "
                 f"lam={self.lam:g}, fval={self.fval:.6g}, convergence={self.convergence} "
@@ -214,6 +239,10 @@ def check_model(model: Any) -> OPNBModel:
         return inner
     if type(model).__name__ == "OPNBClassifier":
         raise ValueError("this OPNBClassifier is not fitted yet: call fit first")
+    if type(model).__name__ == "GridModel":
+        raise ValueError("this model holds no training rows (a GridModel: pyopnb.dask.OPNB's, or grid_model's), "
+                         "and this needs them: R's predict.OPNB and plot sum kernels over the training rows "
+                         "(model$X, model$y), which class grids cannot stand in for. pyopnb.predict takes it")
     pipeline = type(model).__name__ == "Pipeline"
     raise ValueError(f"model must be an OPNBModel (from OPNB() or pyopnb.read_rds) or a fitted OPNBClassifier, "
                      f"got {type(model).__name__}"
@@ -233,8 +262,10 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
 
     Parameters
     ----------
-    model : OPNBModel
-        A fitted model, pyopnb's or R's (:func:`read_rds`).
+    model : OPNBModel or GridModel
+        A fitted model, pyopnb's or R's (:func:`read_rds`), or one without
+        its training rows (:class:`pyopnb.grid_model.GridModel`, whose
+        class densities come from its class grids).
     Xte : array-like or DataFrame of shape (m, d)
         New data. A DataFrame is matched to the training columns by name; a
         missing or extra column is an error that names it.
@@ -260,34 +291,49 @@ def predict(model: OPNBModel, Xte: Any, ndim: Optional[int] = None, *, log: bool
     >>> sorted(out)
     ['class', 'log_posterior', 'posterior']
     """
-    return _predict(check_model(model), Xte, ndim, log, threads)
+    return _predict(_predictable(model), Xte, ndim, log, threads)
 
 
-def _predict_work(model: OPNBModel, Xa: np.ndarray) -> int:
-    """A prediction's work (:func:`pyopnb._threads.work`): the training and the new rows, projected and summed."""
+def _predictable(model: Any) -> Any:
+    """An OPNBModel (check_model's) or a model without rows (a GridModel)."""
+    from .grid_model import GridModel
+    return model if isinstance(model, GridModel) else check_model(model)
+
+
+def _predict_work(model: Any, Xa: np.ndarray) -> int:
+    """A prediction's work (:func:`pyopnb._threads.work`): the training points and the new rows, projected and
+    summed."""
     d, ndim = model.V.shape
-    return _threads.work(model.X.shape[0] + Xa.shape[0], d, ndim, model.nc)
+    return _threads.work(model.train_points() + Xa.shape[0], d, ndim, model.nc)
 
 
 # the remedy predict's underflow warning names (the command line says it in its own words)
 LOG_SPACE_ADVICE = "predict(..., log=True) computes in log space and has no such rows"
 
 
-def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool,
+def _predict(model: Any, Xte: Any, ndim: Optional[int], log: bool,
              threads: Optional[int]) -> Dict[str, np.ndarray]:
+    post, code, logpost = predict_arrays(model, Xte, ndim, log, threads)
+    out = {"posterior": post, "class": model.ynames[code]}
+    if log:
+        out["log_posterior"] = logpost
+    return out
+
+
+def predict_arrays(model: Any, Xte: Any, ndim: Optional[int], log: bool,
+                   threads: Optional[int]) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """:func:`predict`'s numbers for a checked model: (posteriors [m, K],
+    each row's class code [m], log posteriors or None)."""
     d, full = model.V.shape
     nd = full if ndim is None else check_ndim(ndim, full, "the model's columns, ncol(V)")
     Xa = check_X(Xte, "Xte", d, model.feature_names)
     thr = _threads.resolve(threads, _predict_work(model, Xa))
-    V = np.ascontiguousarray(model.V[:, :nd])
-    ptr = projection(model.X, model.mu, V, thr)
-    pte = projection(Xa, model.mu, V, thr)
+    pte = projection(Xa, model.mu, np.ascontiguousarray(model.V[:, :nd]), thr)
     if log:
-        logden = _linalg.c_log_array(model.PI) + _class_log_densities(model, pte, ptr, nd, True, thr)
+        logden = _linalg.c_log_array(model.PI) + model.class_densities(pte, True, thr)
         logpost, post = posteriors(logden, thr)
-        cls = model.ynames[np.argmax(logden, axis=1)]
-        return {"posterior": post, "class": cls, "log_posterior": logpost}
-    den = model.PI * _class_log_densities(model, pte, ptr, nd, False, thr)
+        return post, np.argmax(logden, axis=1), logpost
+    den = model.PI * model.class_densities(pte, False, thr)
     lost = np.isnan(den) | (den <= 0)
     n_lost = int(lost.all(axis=1).sum())
     if n_lost:
@@ -295,10 +341,10 @@ def _predict(model: OPNBModel, Xte: Any, ndim: Optional[int], log: bool,
         warnings.warn(
             f"predict: every class density of {n_lost} of {den.shape[0]} rows underflowed to 0; as R does, "
             f"they become machine epsilon, so those rows get a uniform posterior and the first class. "
-            f"{LOG_SPACE_ADVICE}.", RuntimeWarning, stacklevel=2)
+            f"{LOG_SPACE_ADVICE}.", RuntimeWarning, stacklevel=4)
     den = np.ascontiguousarray(np.where(lost, _MACHINE_EPS, den))
     post = den / colstats.r_rowsums(den)[:, None]
-    return {"posterior": post, "class": model.ynames[np.argmax(post, axis=1)]}
+    return post, np.argmax(post, axis=1), None
 
 
 def staged_log_joint(model: OPNBModel, Xte: Any, threads: Optional[int] = None) -> Iterator[np.ndarray]:

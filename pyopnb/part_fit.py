@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _threads, part_stats
 from ._validation import as_nbin, check_maxit, check_ndim
+from .checkpoint import Checkpointed, fit_key
 from .fitting import Callback, _Objective, _optimise, final_projection
 from .formulation import RFormulation, Setup, _penalty
 from .labels import factor_levels
@@ -78,7 +79,7 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
                    n: int, d: int, counts: Sequence[int], levels: np.ndarray, *, ndim: Optional[int] = None,
                    lam: float = 1e-3, V0: Any = None, scale: bool = True, nbin: int = 1000, maxit: int = 100,
                    threads: int = 1, callback: Optional[Callback] = None, names: Optional[Tuple[str, ...]] = None,
-                   caller: str = "OPNB") -> ProjectionFit:
+                   caller: str = "OPNB", checkpoint: Any = None) -> ProjectionFit:
     """R's OPNB (its defaults, R's binned objective) on rows in parts.
 
     ``chain``: the parts' chained column sums over the raw rows
@@ -86,7 +87,9 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
     over the standardised rows (X - mu) * scales, their class codes and
     spec (:class:`pyopnb.parts.PartsEvaluator`'s). ``counts``: each class's
     rows. The other arguments are :func:`pyopnb.OPNB`'s; V0 None (R's start)
-    or a (d, ndim) matrix on the scaled data.
+    or a (d, ndim) matrix on the scaled data. ``checkpoint``: a file that
+    records the evaluations, and that a fit stopped anywhere resumes from
+    with the same bits (:mod:`pyopnb.checkpoint`).
     """
     form = RFormulation(lam=lam, scale=scale)
     K = len(levels)
@@ -113,7 +116,11 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
     PI = counts / float(n)
     spec = PartSpec(h=form.bandwidths(np.empty((0, d)), np.empty(0), K, threads), PI=PI, counts=counts, n=n,
                     nbin=nbin_v, threads=threads)
-    evaluator = PartsEvaluator(runner_for(mu, scales, spec), spec)
+    evaluator: Any = PartsEvaluator(runner_for(mu, scales, spec), spec)
+    if checkpoint is not None:
+        key = fit_key(n, d, counts, np.asarray([str(v) for v in levels]), nbin_v, form.lam, form.scale, mu, scales,
+                      V)
+        evaluator = Checkpointed(evaluator, checkpoint, key)
     pen, dpen = _penalty(None, np.empty((0, d)), np.empty(0), d)
     st = Setup(mu, scales, None, evaluator, V, form.lam, pen, dpen)  # type: ignore[arg-type]
     obj = _Objective(st, d, nd)

@@ -15,11 +15,15 @@ each a call on every part (:class:`RowPart`) and a merge on the grid side
 1. ``extremes``: Z = X V for the part's rows, each block's extremes per
    column; the grid side finds each column's grid (``grid_axes``).
 2. ``bin``: the part's points binned on those grids, each block's grid
-   weights and the grid points its cells mark; the grid side adds the
-   blocks' weights in order and makes the tables (kernel sums on the grids).
+   weights kept, and the grid points its cells mark returned; ``fold``
+   adds the blocks' weights in order, part after part, each part onto the
+   sum of the parts before it (so one array a part, not a block, goes to
+   the grid side); the grid side makes the tables (kernel sums on the
+   grids).
 3. ``value``: the part's points' terms, summed per block, and their c
-   weights (the gradient's), binned per block; the grid side adds the sums
-   in block order (l) and sums the c weights at the grid points.
+   weights (the gradient's), binned per block and folded as in 2; the grid
+   side adds the sums in block order (l) and sums the c weights at the grid
+   points.
 4. ``finish``: the part's dZ and its blocks' partials of t(X) dZ; the grid
    side adds them in block order (dl/dV).
 
@@ -106,10 +110,11 @@ class PartSpec:
         """The compiled tables' ``part`` for nblk blocks."""
         return self.layout.block_len, nblk, (np.asarray(self.counts, dtype=np.float64), float(self.n))
 
-    def tables(self, ndim: int, y0: np.ndarray, nblk: int) -> RGridTables:
-        """R's binned tables for ndim columns over the points y0 (none: the grid side)."""
-        return RGridTables(ndim, y0, self.K, self.h, self.nbin, GRID_EPS, DEFAULT_BETA, True, self.threads, None,
-                           self.part(nblk))
+    def tables(self, ndim: int, y0: np.ndarray, nblk: int, gradient: bool = True) -> RGridTables:
+        """R's binned tables for ndim columns over the points y0 (none: the
+        grid side); ``gradient=False``: the value's bins only."""
+        return RGridTables(ndim, y0, self.K, self.h, self.nbin, GRID_EPS, DEFAULT_BETA, gradient, self.threads,
+                           None, self.part(nblk))
 
 
 class RowPart:
@@ -127,6 +132,8 @@ class RowPart:
         self.nblk = -(-self.X.shape[0] // spec.layout.block_len)
         self._tables: Dict[int, RGridTables] = {}
         self._Zt: Optional[np.ndarray] = None
+        # the last pass's per-block arrays that the grid side takes folded (fold)
+        self._kept: Dict[str, np.ndarray] = {}
 
     def _for(self, ndim: int) -> RGridTables:
         if ndim not in self._tables:
@@ -140,15 +147,29 @@ class RowPart:
         self._Zt = project.project(self.X, Va, self.spec.threads, out=self._Zt)
         return self._for(Va.shape[1]).part_extremes(self._Zt)
 
-    def bin(self, lo: np.ndarray, delta: np.ndarray):
-        return self._for(lo.size).part_bin(lo, delta)
+    def bin(self, lo: np.ndarray, delta: np.ndarray) -> np.ndarray:
+        """Bin the part's points: its blocks' grid weights are kept for
+        :meth:`fold` ("lin", "simple"); the grid points its cells mark
+        [ndim, nbin] are returned."""
+        lin, simple, marks = self._for(lo.size).part_bin(lo, delta)
+        self._kept = {"lin": lin, "simple": simple}
+        return marks
 
     def value(self, lo: np.ndarray, delta: np.ndarray, tables: Tuple[np.ndarray, np.ndarray, np.ndarray],
-              gradient: bool) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+              gradient: bool) -> np.ndarray:
+        """Each block's sum of the points' terms; with the gradient, its
+        blocks' c weights are kept for :meth:`fold` ("c")."""
         T = self._for(lo.size)
         T.set_tables(lo, delta, *tables)
         sums, _ = T.part_value(self.spec.PI, gradient)
-        return sums, (T.part_gradient() if gradient else None)
+        self._kept = {"c": T.part_gradient()} if gradient else {}
+        return sums
+
+    def fold(self, names: Sequence[str], carry: Optional[Sequence[np.ndarray]]) -> List[np.ndarray]:
+        """The kept per-block arrays ``names`` of the last pass, each
+        [ndim, nblk, L], added block by block in order onto ``carry`` (the
+        parts before this one's, in order; None: this part is the first)."""
+        return [fold_blocks(self._kept[name], None if carry is None else carry[i]) for i, name in enumerate(names)]
 
     def subset(self, base: List[int], candidates: List[int]) -> np.ndarray:
         """Each block's partials of R's greedy order's values (after a value pass)."""
@@ -167,6 +188,26 @@ class LocalRunner:
 
     def call(self, method: str, *args: Any) -> List[Any]:
         return [getattr(part, method)(*args) for part in self.parts]
+
+    def fold(self, names: Sequence[str]) -> List[np.ndarray]:
+        """The parts' kept arrays ``names``, every block added in order (:meth:`RowPart.fold`, part by part)."""
+        carry = None
+        for part in self.parts:
+            carry = part.fold(names, carry)
+        assert carry is not None
+        return carry
+
+
+def fold_blocks(blocks: np.ndarray, carry: Optional[np.ndarray]) -> np.ndarray:
+    """blocks [ndim, nblk, L] added in block order onto carry [ndim, L]
+    (None: from the first block), one rounding an add: a fold of all of a
+    problem's blocks, part after part, is ``pyopnb_reduce_blocks``' sum."""
+    if blocks is None:
+        raise ValueError("nothing kept to fold: the pass before keeps it")
+    total = np.array(blocks[:, 0] if carry is None else carry, dtype=np.float64, copy=True)
+    for b in range(0 if carry is not None else 1, blocks.shape[1]):
+        total = total + blocks[:, b]
+    return total
 
 
 def _in_order(results: Sequence[np.ndarray], axis: int) -> np.ndarray:
@@ -205,8 +246,9 @@ class PartsEvaluator:
         workers'."""
 
     def _grid_side(self, ndim: int) -> RGridTables:
+        # the parts hand it their blocks folded (runner.fold): one block's worth
         if ndim not in self._grid:
-            self._grid = {ndim: self.spec.tables(ndim, np.zeros(0, dtype=np.int32), self.spec.layout.nblk)}
+            self._grid = {ndim: self.spec.tables(ndim, np.zeros(0, dtype=np.int32), 1)}
         return self._grid[ndim]
 
     def _evaluate(self, V: Any, gradient: bool) -> Tuple[float, Optional[np.ndarray]]:
@@ -217,18 +259,18 @@ class PartsEvaluator:
         ext = self.runner.call("extremes", Va)
         lo, delta = grid_axes(_in_order([e[0] for e in ext], 1), _in_order([e[1] for e in ext], 1),
                               GRID_EPS, self.spec.nbin)
-        binned = self.runner.call("bin", lo, delta)
-        grid.merge_parts(lo, delta, _in_order([b[0] for b in binned], 1), _in_order([b[1] for b in binned], 1),
-                         np.bitwise_or.reduce(np.stack([b[2] for b in binned]), axis=0))
+        marks = self.runner.call("bin", lo, delta)
+        # each part's blocks added onto the parts' before it: one array a part crosses the network, not a block
+        lin, simple = self.runner.fold(("lin", "simple"))
+        grid.merge_parts(lo, delta, lin[:, None], simple[:, None], np.bitwise_or.reduce(np.stack(marks), axis=0))
         tables = (grid.S_lin, grid.S_simple, grid.D_simple)
-        valued = self.runner.call("value", lo, delta, tables, gradient)
         total = 0.0
-        for s in _in_order([v[0] for v in valued], 0):
+        for s in _in_order(self.runner.call("value", lo, delta, tables, gradient), 0):
             total = total + float(s)
         value = total / float(self.spec.n)
         if not gradient:
             return value, None
-        D_c = grid.merge_gradient(_in_order([v[1] for v in valued], 1))
+        D_c = grid.merge_gradient(self.runner.fold(("c",))[0][:, None])
         G = add_blocks(_in_order(self.runner.call("finish", D_c), 0))
         G /= float(self.spec.n)
         return value, G

@@ -344,15 +344,17 @@ def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
         rdata.write_rds(tmp, model, constructor_dict={OPNBModel: _opnb_r_object})
 
 
-def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
+def write_json(model: Any, path: Union[str, os.PathLike]) -> None:
     """Save a model as JSON: R's fields (matrices as lists of rows) and what R cannot hold.
 
     The feature names, the label column's name, the labels' type and the
-    convergence code are kept.
+    convergence code are kept. A model without rows
+    (:class:`pyopnb.grid_model.GridModel`) keeps its class grids instead of
+    X and y; every number is written so that it reads back to the bit.
 
     Parameters
     ----------
-    model : OPNBModel
+    model : OPNBModel or GridModel
         The model.
     path : str or path-like
         The JSON file to write.
@@ -366,6 +368,10 @@ def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
     --------
     read_json : The other way.
     """
+    from .grid_model import GridModel
+
+    if isinstance(model, GridModel):
+        return _write_grid_json(model, path)
     model = check_model(model)
     _check_consistent(model)
     doc = {"format": "pyopnb-model", "version": 2,
@@ -384,7 +390,7 @@ def write_json(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
         tmp.write_text(json.dumps(doc))
 
 
-def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
+def read_json(path: Union[str, os.PathLike]) -> Any:
     """Read a model written by :func:`write_json`.
 
     Parameters
@@ -394,7 +400,7 @@ def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
 
     Returns
     -------
-    OPNBModel
+    OPNBModel or GridModel
         The model, with its labels' type, names and convergence code.
     """
     p = Path(path)
@@ -404,6 +410,8 @@ def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
         raise ValueError(f"{p}: no such file") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"{p}: not a JSON model file ({exc})") from None
+    if isinstance(doc, dict) and doc.get("format") == _GRID_FORMAT:
+        return _read_grid_json(doc)
     if not isinstance(doc, dict) or doc.get("format") != "pyopnb-model":
         raise ValueError(f"{p}: not a pyopnb model (JSON without format 'pyopnb-model')")
     fields = {k: doc[k] for k in _FIELDS if k in doc}
@@ -416,6 +424,47 @@ def read_json(path: Union[str, os.PathLike]) -> OPNBModel:
     if doc.get("w") is not None:
         model.w = np.asarray(doc["w"], dtype=np.float64)
         _check_consistent(model)
+    return model
+
+
+_GRID_FORMAT = "pyopnb-grid-model"
+_GRID_FIELDS = ("V", "PI", "h", "mu", "scales", "lo", "delta", "W", "counts")
+
+
+def _write_grid_json(model: Any, path: Union[str, os.PathLike]) -> None:
+    """A GridModel as JSON (floats as Python's repr: the same bits back)."""
+    kind = _label_kind(model.ynames)
+    doc = {"format": _GRID_FORMAT, "version": 1, "nc": int(model.nc), "lam": float(model.lam),
+           "fval": float(model.fval), "ynames_type": kind,
+           "ynames": [str(v) for v in model.ynames] if kind == "character" else np.asarray(model.ynames).tolist(),
+           "unused_levels": [str(v) for v in model.unused_levels],
+           "feature_names": list(model.feature_names) if model.feature_names else None,
+           "convergence": None if model.convergence is None else int(model.convergence)}
+    for k in _GRID_FIELDS:
+        doc[k] = np.asarray(getattr(model, k)).tolist()
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(doc))
+
+
+def _read_grid_json(doc: dict) -> Any:
+    from .grid_model import GridModel
+
+    try:
+        arrays = {k: np.asarray(doc[k], dtype=np.int64 if k == "counts" else np.float64) for k in _GRID_FIELDS}
+        kind = doc["ynames_type"]
+        model = GridModel(nc=int(doc["nc"]), lam=float(doc["lam"]), fval=float(doc["fval"]),
+                          ynames=levels_from_text(np.asarray(doc["ynames"], dtype=object), kind),
+                          feature_names=tuple(doc["feature_names"]) if doc.get("feature_names") else None,
+                          convergence=doc.get("convergence"),
+                          unused_levels=tuple(levels_from_text(np.asarray(doc["unused_levels"], dtype=object),
+                                                               kind).tolist()) if doc["unused_levels"] else (),
+                          **arrays)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not a whole pyopnb grid model ({type(exc).__name__}: {exc})") from None
+    K, nd = model.nc, model.V.shape[1] if model.V.ndim == 2 else -1
+    if (model.W.shape != (nd, model.W.shape[1], K) or model.h.shape != (K, nd) or model.PI.shape != (K,)
+            or model.lo.shape != (nd,) or model.delta.shape != (nd,) or model.ynames.shape != (K,)):
+        raise ValueError("not a consistent pyopnb grid model: its fields' shapes disagree")
     return model
 
 

@@ -89,22 +89,27 @@ def test_exact_sums_and_bad_rows_are_refused(client, data):
 
 class _Killing:
     """A runner that SIGKILLs the worker holding the first chunk after the
-    first pass of an evaluation: the next passes find its parts gone."""
+    pass ``after`` of an evaluation: the next passes (and folds) find its
+    parts gone."""
 
-    def __init__(self, runner):
-        self.runner, self.killed = runner, False
+    def __init__(self, runner, after):
+        self.runner, self.after, self.killed = runner, after, False
 
     def call(self, method, *args):
         out = self.runner.call(method, *args)
-        if method == "extremes" and not self.killed:
+        if method == self.after and not self.killed:
             holder = sorted(self.runner.client.who_has([self.runner._data[0][0]]).popitem()[1])[0]
             pid = self.runner.client.run(os.getpid, workers=[holder])[holder]
             os.kill(pid, signal.SIGKILL)
             self.killed = True
         return out
 
+    def fold(self, names):
+        return self.runner.fold(names)
 
-def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data):
+
+@pytest.mark.parametrize("after", ["extremes", "bin", "value"])
+def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, after):
     X, y = data
     y0 = y.astype(np.int32)
     h = np.ones(3)
@@ -114,7 +119,7 @@ def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data):
     f0, G0 = ev.Evaluator(prob, ev.r_grid(prob, 300, 1), 300, 1).value_and_grad(V)
     P = pdk.evaluator(da.from_array(X, chunks=(46667, 5)), da.from_array(y0, chunks=46667), h, PI, 300, client)
     try:
-        P.runner = _Killing(P.runner)
+        P.runner = _Killing(P.runner, after)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             f1, G1 = P.value_and_grad(V)
@@ -144,3 +149,151 @@ def test_a_worker_killed_mid_fit_changes_no_bit(client, data, reference):
     assert killed
     assert np.array_equal(f.V, reference.V) and f.fval == reference.fval
     client.wait_for_workers(2, timeout=60)
+
+
+def test_the_model_is_the_single_machines_grid_model(client, data, reference, capsys):
+    from pyopnb.grid_model import grid_model
+
+    X, y = data
+    g = grid_model(reference, 300)
+    for rows in (BlockLayout(N).block_len, 30000):
+        m = pdk.OPNB(da.from_array(X, chunks=(rows, 5)), da.from_array(y, chunks=rows), ndim=2, nbin=300,
+                     client=client)
+        assert not hasattr(m, "X")
+        assert np.array_equal(m.V, g.V) and m.fval == g.fval and np.array_equal(m.h, g.h)
+        assert np.array_equal(m.lo, g.lo) and np.array_equal(m.delta, g.delta) and np.array_equal(m.W, g.W)
+        assert list(m.ynames) == list(g.ynames) and np.array_equal(m.counts, np.bincount(y))
+    # its own grid size, and the progress shown
+    capsys.readouterr()
+    m = pdk.OPNB(da.from_array(X, chunks=(30000, 5)), da.from_array(y, chunks=30000), ndim=2, nbin=300,
+                 grid_nbin=64, client=client, progress=True)
+    assert m.W.shape == (2, 64, 3) and np.array_equal(m.W, grid_model(reference, 64).W)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("pyopnb.dask.OPNB: the cluster's dashboard:")
+    assert "iteration 1: fval" in err[1] and err[1].endswith("s per evaluation")
+    assert len(err) >= 3 and m.fval == reference.fval
+
+
+def test_predict_is_lazy_and_each_rows_bits_are_one_machines(client, data, reference):
+    from pyopnb.grid_model import grid_model
+
+    X, y = data
+    g = grid_model(reference, 300)
+    Xte = X[:5000] + 0.25
+    for log in (False, True):
+        out = pdk.predict(g, da.from_array(Xte, chunks=(777, 5)), log=log)
+        assert isinstance(out["posterior"], da.Array)
+        got = dict(zip(out, client.compute(list(out.values()), sync=True)))
+        ref = pyopnb.predict(g, Xte, log=log)
+        assert sorted(got) == sorted(ref)
+        for key in ref:
+            assert np.array_equal(got[key], ref[key]), key
+    # a model with rows, and fewer columns
+    got = pdk.predict(reference, da.from_array(Xte, chunks=(1000, 5)), ndim=1)["posterior"].compute()
+    assert np.array_equal(got, pyopnb.predict(reference, Xte, ndim=1)["posterior"])
+    with pytest.raises(ValueError, match=r"\[m, 5\]"):
+        pdk.predict(g, da.from_array(Xte[:, :4]))
+
+
+def test_a_dataframe_is_matched_by_name_and_a_factors_level_order_kept(client):
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from pyopnb.datasets import load_pima
+    from pyopnb.grid_model import grid_model
+
+    pima = load_pima()
+    df = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    # an R factor's order, not the sorted one
+    labels = pd.Series(pd.Categorical(np.asarray(pima.y_train), categories=["Yes", "No", "Unsure"]))
+    m = pyopnb.OPNB(df, labels, ndim=2)
+    assert list(m.ynames) == ["Yes", "No"] and m.unused_levels == ("Unsure",)
+    g = pdk.OPNB(dd.from_pandas(df, npartitions=3), dd.from_pandas(labels, npartitions=3), ndim=2, client=client)
+    assert list(g.ynames) == ["Yes", "No"] and g.unused_levels == ("Unsure",)
+    ref = grid_model(m)
+    assert np.array_equal(g.V, ref.V) and g.fval == ref.fval and np.array_equal(g.W, ref.W)
+    # test columns in another order are matched by name
+    te = pd.DataFrame(pima.X_test, columns=list(pima.feature_names))
+    shuffled = dd.from_pandas(te[list(reversed(te.columns))], npartitions=2)
+    got = pdk.predict(g, shuffled)["class"].compute()
+    assert np.array_equal(got, pyopnb.predict(ref, te)["class"])
+    with pytest.raises(ValueError, match="missing"):
+        pdk.predict(g, dd.from_pandas(te.iloc[:, 1:], npartitions=2))
+    # categories of unknown order are refused, not sorted
+    unknown = dd.from_pandas(pd.Series(labels.astype(str)), npartitions=3).astype("category")
+    with pytest.raises(ValueError, match="unknown"):
+        pdk.OPNB(dd.from_pandas(df, npartitions=3), unknown, ndim=2, client=client)
+
+
+def test_the_estimator_fits_on_the_cluster_and_predicts_lazily(client):
+    from pyopnb.datasets import load_pima
+    from pyopnb.grid_model import grid_model
+
+    pima = load_pima()
+    est = pdk.DaskOPNBClassifier(ndim=2)
+    assert distributed.get_client() is client
+    est.fit(da.from_array(pima.X_train, chunks=(150, -1)), da.from_array(np.asarray(pima.y_train), chunks=150))
+    ref = grid_model(pyopnb.OPNB(pima.X_train, pima.y_train, ndim=2))
+    assert np.array_equal(est.model_.V, ref.V) and np.array_equal(est.model_.W, ref.W)
+    assert list(est.classes_) == list(ref.ynames) and est.n_features_in_ == pima.X_train.shape[1]
+    lazy = est.predict_proba(da.from_array(pima.X_test, chunks=(50, -1)))
+    assert isinstance(lazy, da.Array)
+    here = est.predict_proba(pima.X_test)
+    assert np.array_equal(lazy.compute(), here)
+    assert np.array_equal(here, pyopnb.predict(ref, pima.X_test, log=True)["posterior"])
+    assert np.array_equal(est.predict(da.from_array(pima.X_test, chunks=(50, -1))).compute(),
+                          est.predict(pima.X_test))
+    assert est.score(pima.X_test, pima.y_test) > 0.7
+    from sklearn.base import clone
+
+    assert clone(est).get_params() == est.get_params()
+    d = est.decision_function(pima.X_test)
+    assert np.array_equal(d > 0, est.predict(pima.X_test) == est.classes_[1])
+
+
+def test_a_fit_stopped_on_the_cluster_resumes_from_its_checkpoint(client, tmp_path):
+    from pyopnb.datasets import load_pima
+
+    pima = load_pima()
+    X = da.from_array(np.asarray(pima.X_train), chunks=(64, -1))
+    y = da.from_array(np.asarray(pima.y_train), chunks=64)
+    whole = pdk.fit_projection(X, y, ndim=2, client=client)
+    path = tmp_path / "fit.ckpt"
+
+    def stop(iteration, fval, gnorm):
+        if iteration == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pdk.fit_projection(X, y, ndim=2, client=client, checkpoint=path, callback=stop)
+    resumed = pdk.fit_projection(X, y, ndim=2, client=client, checkpoint=path)
+    assert np.array_equal(resumed.V, whole.V) and resumed.fval == whole.fval
+
+
+def _set_simd(level):
+    if level is None:
+        os.environ.pop("PYOPNB_SIMD", None)
+    else:
+        os.environ["PYOPNB_SIMD"] = level
+    from pyopnb._core import simd
+
+    return simd.simd()
+
+
+def test_workers_on_different_vector_paths_change_no_bit(client, data, reference):
+    from pyopnb._core import simd
+
+    paths = simd.simd_levels()
+    if len(paths) < 2:
+        pytest.skip(f"this CPU runs one vector path only ({paths}): no two to mix")
+    X, y = data
+    workers = sorted(client.scheduler_info()["workers"])
+    taken = {}
+    try:
+        for w, level in zip(workers, (paths[0], paths[-1])):
+            taken[w] = client.run(_set_simd, level, workers=[w])[w]
+        assert len(set(taken.values())) == 2, taken
+        f = pdk.fit_projection(da.from_array(X, chunks=(46667, 5)), da.from_array(y, chunks=46667), ndim=2,
+                               nbin=300, client=client)
+    finally:
+        client.run(_set_simd, None)
+    assert np.array_equal(f.V, reference.V) and f.fval == reference.fval

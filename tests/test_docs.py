@@ -34,6 +34,7 @@ def public_names():
         pass
     else:
         out += [("pyopnb.dask", n) for n in dask_api.__all__]
+    out += [("pyopnb.grid_model", n) for n in ("grid_model", "density_bound")]
     return out + [("pyopnb.datasets", "load_pima")]
 
 

@@ -81,7 +81,8 @@ def test_the_grid_side_refuses_the_parts_passes_and_a_part_the_merges():
     part = RowPart(X, y, spec)
     ext = part.extremes(rng.normal(size=(5, 2)))
     lo, delta = grid_axes(ext[0], ext[1], ev.GRID_EPS, 100)
-    PL, PS, marks = part.bin(lo, delta)
+    marks = part.bin(lo, delta)
+    PL, PS = (part.fold(("lin", "simple"), None)[i][:, None] for i in range(2))
     with pytest.raises(ValueError, match="grid side"):
         part._for(2).merge_parts(lo, delta, PL, PS, marks)
     grid = spec.tables(2, np.zeros(0, dtype=np.int32), 1)

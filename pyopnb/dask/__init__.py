@@ -10,6 +10,8 @@ Needs the optional extra: ``pip install pyopnb[dask]``.
 """
 from __future__ import annotations
 
+import sys
+import time
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -21,12 +23,16 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("pyopnb.dask needs dask and distributed: pip install 'pyopnb[dask]'") from exc
 
 from .. import _threads, part_stats
+from ..grid_model import ClassGridBins, GridModel, from_parts
 from ..labels import factor_levels
+from ..model import _predictable, predict_arrays, projection
 from ..part_fit import ProjectionFit, fit_projection as _fit_projection
 from ..parts import BlockLayout, PartSpec, PartsEvaluator
 from ._runner import DaskRunner
+from .estimator import DaskOPNBClassifier
 
-__all__ = ["fit_projection", "ProjectionFit", "evaluator", "block_chunks"]
+__all__ = ["OPNB", "predict", "DaskOPNBClassifier", "GridModel", "fit_projection", "ProjectionFit", "evaluator",
+           "block_chunks"]
 
 
 def block_chunks(X: Any, n: Optional[int] = None) -> Any:
@@ -136,13 +142,40 @@ def _as_rows(X: Any) -> Tuple[Any, Optional[Tuple[str, ...]]]:
     return X.astype(np.float64), names
 
 
-def _codes(y: np.ndarray, sorted_levels: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """A chunk's labels as 0-based codes into the levels (sorted_levels[order]
-    the levels' numpy order)."""
-    pos = np.clip(np.searchsorted(sorted_levels, y), 0, sorted_levels.size - 1)
-    if not np.array_equal(sorted_levels[pos], y):
-        raise ValueError("y holds a label outside its levels")
-    return order[pos].astype(np.int32)
+def _lookup(values: np.ndarray, known: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """A chunk's labels (or category codes) as 0-based class codes: known
+    [u] sorted, codes [u] each one's class."""
+    pos = np.clip(np.searchsorted(known, values), 0, known.size - 1)
+    if not np.array_equal(known[pos], values):
+        raise ValueError("y holds a label outside its levels (or a missing one)")
+    return codes[pos].astype(np.int32)
+
+
+def _labels(cl: Any, y: Any, chunks: Tuple[int, ...]) -> Tuple[Any, np.ndarray, Tuple[Any, ...]]:
+    """y's 0-based class codes as a dask array in ``chunks``, its levels
+    (:func:`pyopnb.labels.factor_levels`' rule: a categorical's own
+    category order, R's factor order; else sorted as R sorts), and a
+    categorical's levels after its last used one."""
+    categorical = str(getattr(y, "dtype", None)) == "category"
+    if categorical and not y.cat.known:
+        raise ValueError("y is a categorical whose categories are unknown (as dd.read_parquet gives them), so its "
+                         "level order is too: y.cat.as_known() takes the data's own order, "
+                         "y.cat.set_categories([...]) the order you give")
+    src = y.cat.codes if categorical else y
+    yd = src.to_dask_array(lengths=True) if hasattr(src, "to_dask_array") else da.asarray(src)
+    if yd.ndim != 1 or sum(yd.chunks[0]) != sum(chunks):
+        raise ValueError(f"y must hold one label per row of X ({sum(chunks)}), got shape {yd.shape}")
+    yd = yd.rechunk({0: chunks})
+    known = np.asarray(cl.compute(da.unique(yd)).result())
+    if categorical:
+        if known.size and known[0] < 0:
+            raise ValueError("y contains missing values")
+        import pandas as pd
+
+        levels, known_codes, trailing = factor_levels(pd.Categorical.from_codes(known, y.cat.categories))
+    else:
+        levels, known_codes, trailing = factor_levels(known)
+    return yd.map_blocks(_lookup, known, known_codes, dtype=np.int32), levels, trailing
 
 
 def _check_finite(X: np.ndarray) -> np.ndarray:
@@ -153,7 +186,8 @@ def _check_finite(X: np.ndarray) -> np.ndarray:
 
 def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any = None,
                    scale: bool = True, nbin: int = 1000, *, maxit: int = 100, client: Optional[Any] = None,
-                   threads: int = 1, callback: Optional[Any] = None) -> ProjectionFit:
+                   threads: int = 1, callback: Optional[Any] = None, progress: bool = False,
+                   checkpoint: Any = None) -> ProjectionFit:
     """Fit R's OPNB projection on a Dask cluster, the single machine's bits.
 
     :func:`pyopnb.OPNB`'s V, bandwidths, priors, scaling and fval on the
@@ -171,7 +205,9 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
         blocks of rows where needed (:func:`block_chunks`).
     y : dask array or dask Series
         One label per row (numbers or strings), its levels sorted as
-        :func:`pyopnb.OPNB` sorts them.
+        :func:`pyopnb.OPNB` sorts them; a categorical Series of known
+        categories keeps their order, as an R factor's levels (unknown
+        categories are refused: their order is not known).
     ndim : int, optional
         Columns of V, as in :func:`pyopnb.OPNB`.
     lam : float, default 1e-3
@@ -192,27 +228,88 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
         Each task's threads.
     callback : callable, optional
         ``callback(iteration, fval, gradient norm)``, as :func:`pyopnb.OPNB`'s.
+    progress : bool, default False
+        Print the cluster's dashboard link, then each iteration's fval,
+        evaluations so far and seconds per evaluation, to stderr.
+    checkpoint : str or os.PathLike, optional
+        A file recording each evaluation as it is made. A fit stopped
+        anywhere (the driver lost, Ctrl-C) and run again with the same
+        file replays the record and goes on, with the bits of a fit never
+        stopped (:mod:`pyopnb.checkpoint`). A file of another fit is
+        refused and left as it is.
 
     Returns
     -------
     ProjectionFit
         The projection, bandwidths, priors, scaling and fval; no rows.
     """
+    return _fit(X, y, None, ndim=ndim, lam=lam, V0=V0, scale=scale, nbin=nbin, maxit=maxit, client=client,
+                threads=threads, callback=callback, progress=progress, checkpoint=checkpoint,
+                caller="pyopnb.dask.fit_projection")[0]
+
+
+def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any = None, scale: bool = True,
+         nbin: int = 1000, *, grid_nbin: Optional[int] = None, maxit: int = 100, client: Optional[Any] = None,
+         threads: int = 1, callback: Optional[Any] = None, progress: bool = False,
+         checkpoint: Any = None) -> GridModel:
+    """R's OPNB on a Dask cluster: the model without its training rows.
+
+    The fit is :func:`fit_projection`'s (:func:`pyopnb.OPNB`'s V, h, PI,
+    mu, scales and fval, bit for bit, for any chunking), then one more
+    pass over the rows bins their final projections into each column's
+    class grids (:mod:`pyopnb.grid_model`): bit for bit
+    ``grid_model(pyopnb.OPNB(X, y, ...), grid_nbin)``. Its predictions
+    (:func:`predict`, or :func:`pyopnb.predict` on data held here) are
+    R's predict with each class density summed over the class grids, not
+    the rows: within :func:`pyopnb.grid_model.density_bound` of them.
+
+    Parameters
+    ----------
+    X, y, ndim, lam, V0, scale, nbin, maxit, client, threads, callback, progress, checkpoint
+        As :func:`fit_projection`'s. y may be a dask categorical Series
+        of known categories: its category order is the level order, as
+        an R factor's is.
+    grid_nbin : int, optional
+        Grid points per column of the class grids (default ``nbin``).
+
+    Returns
+    -------
+    GridModel
+        V, h, PI, mu, scales, fval, the levels and the class grids.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from pyopnb.datasets import load_pima
+    >>> import pyopnb.dask
+    >>> d = load_pima()
+    >>> X, y = da.from_array(d.X_train, chunks=(200, -1)), da.from_array(d.y_train, chunks=200)
+    >>> m = pyopnb.dask.OPNB(X, y, ndim=2)  # doctest: +SKIP
+    >>> pyopnb.dask.predict(m, da.from_array(d.X_test))["class"].compute()  # doctest: +SKIP
+    """
+    fit, model = _fit(X, y, nbin if grid_nbin is None else grid_nbin, ndim=ndim, lam=lam, V0=V0, scale=scale,
+                      nbin=nbin, maxit=maxit, client=client, threads=threads, callback=callback,
+                      progress=progress, checkpoint=checkpoint, caller="pyopnb.dask.OPNB")
+    assert model is not None
+    return model
+
+
+def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: float, V0: Any, scale: bool,
+         nbin: Optional[int], maxit: int, client: Optional[Any], threads: int, callback: Optional[Any],
+         progress: bool, caller: str, checkpoint: Any = None) -> Tuple[ProjectionFit, Optional[GridModel]]:
+    """The fit, and with grid_nbin its model of class grids."""
     if nbin is None:
         raise ValueError("pyopnb.dask fits sum on grids: exact sums (nbin=None) need a sort of all rows at every "
                          "evaluation; give nbin")
+    if grid_nbin is not None and int(grid_nbin) < 2:
+        raise ValueError(f"grid_nbin must be at least 2, got {grid_nbin}")
     Xr, names = _as_rows(X)
-    yd = y.to_dask_array(lengths=True) if hasattr(y, "to_dask_array") else da.asarray(y)
-    if yd.ndim != 1 or Xr.shape[0] != yd.shape[0]:
-        raise ValueError(f"y must hold one label per row of X ({Xr.shape[0]}), got shape {yd.shape}")
     n, d = (int(s) for s in Xr.shape)
+    thr = _threads.resolve(threads)
     cl, cluster = _client(client)
     try:
         Xc = block_chunks(Xr, n).map_blocks(_check_finite, dtype=np.float64)
-        yc = yd.rechunk({0: Xc.chunks[0]})
-        levels, _, _ = factor_levels(np.asarray(cl.compute(da.unique(yc)).result()))
-        order = np.argsort(levels, kind="stable")
-        yk = yc.map_blocks(_codes, np.asarray(levels)[order], order, dtype=np.int32)
+        yk, levels, trailing = _labels(cl, y, Xc.chunks[0])
         Xp, yp = cl.persist([Xc, yk])
         counts = np.asarray(cl.compute(da.bincount(yp, minlength=levels.size)).result())
         by_key = {f.key: f for f in distributed.futures_of(Xp)}
@@ -238,15 +335,121 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
             by_key.clear()
             return runners[-1]
 
+        if progress:
+            callback = _Progress(cl, runners, callback, caller)
         try:
-            return _fit_projection(chain, runner_for, n, d, counts, levels, ndim=ndim, lam=lam, V0=V0,
-                                   scale=scale, nbin=nbin, maxit=maxit, threads=_threads.resolve(threads),
-                                   callback=callback, names=names, caller="pyopnb.dask.fit_projection")
+            fit = _fit_projection(chain, runner_for, n, d, counts, levels, ndim=ndim, lam=lam, V0=V0,
+                                  scale=scale, nbin=nbin, maxit=maxit, threads=thr, callback=callback,
+                                  names=names, caller=caller, checkpoint=checkpoint)
         finally:
             for r in runners:
                 r.close()
             held.clear()
+        if grid_nbin is None:
+            return fit, None
+        lo, delta, W = _class_grids(cl, Xc, yp, fit, int(grid_nbin), thr)
+        fields = dict(V=fit.V, PI=fit.PI, h=fit.h, nc=int(levels.size), mu=fit.mu, scales=fit.scales,
+                      ynames=levels, lam=fit.lam, fval=fit.fval, feature_names=names,
+                      convergence=fit.convergence, unused_levels=trailing)
+        return fit, from_parts(fields, lo, delta, W, counts)
     finally:
         if cluster is not None:
             cl.close()
             cluster.close()
+
+
+class _Progress:
+    """A fit's progress on stderr: the dashboard's link, then a line an
+    iteration (fval, evaluations so far, seconds per evaluation), before
+    the user's callback."""
+
+    def __init__(self, client: Any, runners: List[DaskRunner], callback: Optional[Any], caller: str):
+        self.runners, self.callback, self.caller = runners, callback, caller
+        self.start = time.perf_counter()
+        link = getattr(client, "dashboard_link", None)
+        print(f"{caller}: the cluster's dashboard: {link or 'none (no dashboard)'}", file=sys.stderr, flush=True)
+
+    def __call__(self, iteration: int, fval: float, gnorm: float) -> Any:
+        evals = sum(r.evaluations for r in self.runners)
+        per = (time.perf_counter() - self.start) / max(evals, 1)
+        print(f"{self.caller}: iteration {iteration}: fval {fval:.10g}, {evals} evaluations, "
+              f"{per:.3f} s per evaluation", file=sys.stderr, flush=True)
+        return None if self.callback is None else self.callback(iteration, fval, gnorm)
+
+
+def _class_grids(cl: Any, Xc: Any, yp: Any, fit: ProjectionFit, nbin: int,
+                 threads: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The final projections' class grids (lo, delta, W), two passes over
+    the raw rows' chunks (read again from X's graph), a task a chunk."""
+    bins = ClassGridBins(fit.counts, nbin, threads)
+    Z = cl.persist(Xc.map_blocks(projection, fit.mu, fit.V, threads, dtype=np.float64,
+                                 chunks=(Xc.chunks[0], (fit.V.shape[1],))))
+    try:
+        z_of = {f.key: f for f in distributed.futures_of(Z)}
+        y_of = {f.key: f for f in distributed.futures_of(yp)}
+        pairs = [(z_of[kz[0]], y_of[ky]) for kz, ky in zip(Z.__dask_keys__(), yp.__dask_keys__())]
+        ext = cl.gather([cl.submit(bins.extremes, z, yy, pure=False) for z, yy in pairs])
+        lo, delta = bins.axes(np.concatenate([e[0] for e in ext], axis=1), np.concatenate([e[1] for e in ext], axis=1))
+        part_lin = cl.gather([cl.submit(bins.bin, z, yy, lo, delta, pure=False) for z, yy in pairs])
+        return lo, delta, bins.merge(np.concatenate(part_lin, axis=1))
+    finally:
+        del Z
+
+
+def predict(model: Any, X: Any, ndim: Optional[int] = None, *, log: bool = False, threads: int = 1) -> dict:
+    """:func:`pyopnb.predict` of rows on a Dask cluster, lazily (``map_blocks``).
+
+    Each row's numbers are those :func:`pyopnb.predict` gives it on one
+    machine, to the bit, whatever the chunking: a row's prediction depends
+    on no other row.
+
+    Parameters
+    ----------
+    model : GridModel or OPNBModel
+        A fitted model (:func:`OPNB`'s, or one held here).
+    X : dask array or dask DataFrame
+        The rows [m, d]; a dataframe's columns are matched to the model's
+        by name.
+    ndim : int, optional
+        The first ndim columns of V (default all).
+    log : bool, default False
+        As :func:`pyopnb.predict`'s.
+    threads : int, default 1
+        Each task's threads.
+
+    Returns
+    -------
+    dict of dask arrays
+        ``"posterior"`` [m, K], ``"class"`` [m] and with ``log=True``
+        ``"log_posterior"`` [m, K]; computing them together computes each
+        chunk once.
+    """
+    m = _predictable(model)
+    if hasattr(X, "to_dask_array"):
+        names = [str(c) for c in X.columns]
+        if m.feature_names is not None:
+            missing = [c for c in m.feature_names if c not in names]
+            extra = [c for c in names if c not in m.feature_names]
+            if missing or extra:
+                raise ValueError(f"X's columns do not match the model's: missing {missing}, not in the model "
+                                 f"{extra}")
+            X = X[list(m.feature_names)]
+        X = X.to_dask_array(lengths=True)
+    Xd = da.asarray(X)
+    if Xd.ndim != 2 or Xd.shape[1] != m.V.shape[0]:
+        raise ValueError(f"X must be [m, {m.V.shape[0]}], got shape {Xd.shape}")
+    Xd = Xd.rechunk({1: -1})
+    K = int(m.nc)
+    width = 2 * K + 1 if log else K + 1
+
+    def rows(block: np.ndarray) -> np.ndarray:
+        post, code, logpost = predict_arrays(m, block, ndim, log, threads)
+        return np.column_stack([post, code.astype(np.float64)] + ([logpost] if log else []))
+
+    both = Xd.map_blocks(rows, dtype=np.float64, chunks=(Xd.chunks[0], (width,)))
+    out = {"posterior": both[:, :K],
+           "class": both[:, K].map_blocks(lambda c: np.asarray(m.ynames)[c.astype(np.intp)],
+                                          dtype=np.asarray(m.ynames).dtype)}
+    if log:
+        out["log_posterior"] = both[:, K + 1:]
+    return out

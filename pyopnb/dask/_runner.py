@@ -32,12 +32,14 @@ _PARTS: Dict[Tuple[str, int], List[Any]] = {}
 _LOCK = threading.Lock()
 
 
-def _part_pass(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
-               chunks: Sequence[int], *data: np.ndarray) -> List[Any]:
-    """On a worker: the last pass of ``history`` (the evaluation's passes so
-    far, each (method, args)) for each of ``chunks``, whose rows X and codes
-    y0 are ``data`` (X_0, y_0, X_1, y_1, ...); a part not at the pass before
-    replays the evaluation's earlier passes first."""
+def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
+              chunks: Sequence[int], data: Sequence[np.ndarray], rerun_last: bool) -> List[Tuple[Any, Any]]:
+    """On a worker: each of ``chunks``' parts brought to the end of
+    ``history`` (the evaluation's passes so far, each (method, args)),
+    whose rows X and codes y0 are ``data`` (X_0, y_0, X_1, y_1, ...), with
+    the last pass's result (None where it was not made here). A part not at
+    the pass before replays the evaluation's passes from the start;
+    ``rerun_last``: the last pass is made even where the part made it."""
     out = []
     for c, chunk in enumerate(chunks):
         X, y0 = data[2 * c], data[2 * c + 1]
@@ -47,16 +49,35 @@ def _part_pass(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tu
             if entry is None:
                 entry = _PARTS[key] = [RowPart(X, y0, spec), (-1, 0)]
         part, done = entry
-        # passes of this evaluation already made here: they are replayed from the start where they are not
-        start = done[1] if done[0] == evaluation and done[1] < len(history) else 0
+        at = done[1] if done[0] == evaluation else -1
+        if at == len(history) and not rerun_last:
+            start = len(history)
+        else:
+            # passes of this evaluation already made here: they are replayed from the start where they are not
+            start = at if 0 <= at < len(history) else 0
         result = None
         for step, (method, args) in enumerate(history):
-            if step < start:
-                continue
-            result = getattr(part, method)(*args)
+            if step >= start:
+                result = getattr(part, method)(*args)
         entry[1] = (evaluation, len(history))
-        out.append(result)
+        out.append((part, result))
     return out
+
+
+def _part_pass(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
+               chunks: Sequence[int], *data: np.ndarray) -> List[Any]:
+    """On a worker: the last pass of ``history`` for each of ``chunks`` (:func:`_parts_at`)."""
+    return [result for _, result in _parts_at(token, spec, evaluation, history, chunks, data, True)]
+
+
+def _part_fold(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
+               chunks: Sequence[int], names: Sequence[str], carry: Any, *data: np.ndarray) -> List[np.ndarray]:
+    """On a worker: the kept arrays ``names`` of the last pass of
+    ``history``, folded over ``chunks`` in order onto ``carry`` (the
+    chunks' before them; None: the first)."""
+    for part, _ in _parts_at(token, spec, evaluation, history, chunks, data, False):
+        carry = part.fold(names, carry)
+    return carry
 
 
 def _hold(args: tuple) -> tuple:
@@ -103,6 +124,7 @@ class DaskRunner:
         wait(list(by_key.values()))
         self._evaluation = itertools.count()
         self._current = -1
+        self.evaluations = 0
         self._history: List[Tuple[str, Any]] = []
 
     def _groups(self) -> Dict[str, List[int]]:
@@ -119,6 +141,7 @@ class DaskRunner:
         ``extremes`` call starts an evaluation."""
         if method == "extremes":
             self._current = next(self._evaluation)
+            self.evaluations += 1
             self._history = []
         # held by a task, not scattered: a lost worker's copy is made again from the task, as Dask does for
         # any result
@@ -135,6 +158,28 @@ class DaskRunner:
             for c, r in zip(chunks, res):
                 results[c] = r
         return results
+
+    def fold(self, names: Sequence[str]) -> List[np.ndarray]:
+        """The parts' kept arrays ``names`` (:meth:`pyopnb.parts.RowPart.fold`)
+        folded in row order: a task for each run of consecutive chunks on one
+        worker, each carrying on the one before, so one array a run crosses
+        the network."""
+        holders = self.client.who_has([fx for fx, _ in self._data])
+        carry: Any = None
+        c = 0
+        while c < len(self._data):
+            where = holders.get(self._data[c][0].key) or ()
+            worker = sorted(where)[0] if where else ""
+            run = [c]
+            while run[-1] + 1 < len(self._data) and worker and \
+                    sorted(holders.get(self._data[run[-1] + 1][0].key) or ("",))[0] == worker:
+                run.append(run[-1] + 1)
+            data = [f for r in run for f in self._data[r]]
+            opts = dict(workers=[worker], allow_other_workers=True) if worker else {}
+            carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history), run,
+                                       tuple(names), carry, *data, pure=False, **opts)
+            c = run[-1] + 1
+        return self.client.gather(carry)
 
     def close(self) -> None:
         """Drop the parts from the workers and release the persisted rows."""

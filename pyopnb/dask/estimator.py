@@ -1,0 +1,181 @@
+"""DaskOPNBClassifier: :func:`pyopnb.dask.OPNB` as a scikit-learn estimator."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+__all__ = ["DaskOPNBClassifier"]
+
+
+def _dask(data: Any) -> Any:
+    """A dask collection as it is; a pandas one made a dask one of one
+    partition (its names kept); anything else a dask array."""
+    import dask.array as da
+
+    if hasattr(data, "dask"):
+        return data
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(data, (pd.DataFrame, pd.Series)):
+        import dask.dataframe as dd
+
+        return dd.from_pandas(data, npartitions=1)
+    return da.asarray(np.asarray(data))
+
+
+class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
+    """R's OPNB fitted on a Dask cluster, as a scikit-learn classifier.
+
+    ``fit`` is :func:`pyopnb.dask.OPNB` (R's formulation with binned sums:
+    :func:`pyopnb.OPNB`'s projection, bit for bit, for any chunking), and
+    on the active client's cluster (else a ``LocalCluster`` made for the
+    fit: a client is no parameter, so ``clone`` and searches copy the
+    estimator), and the model it keeps holds no training row (``model_``, a
+    :class:`pyopnb.grid_model.GridModel`). Predictions are in log space;
+    given a dask collection they are lazy dask arrays
+    (:func:`pyopnb.dask.predict`), given data held here numpy arrays, each
+    row's the same bits either way.
+
+    Parameters
+    ----------
+    ndim : int, optional
+        Projection columns (default ``min(n_features, 20)``).
+    lam : float, default 1e-3
+        Penalty on ``||V||^2``.
+    nbin : int, default 1000
+        Bins per projected column in the fit (exact sums are refused).
+    scale : bool, default True
+        Scale the features to unit sd first.
+    grid_nbin : int, optional
+        Grid points of the model's class grids (default ``nbin``).
+    maxit : int, default 100
+        L-BFGS-B's iteration limit.
+    threads : int, default 1
+        Each task's threads.
+
+    Attributes
+    ----------
+    model_ : GridModel
+        The fitted model, without the training rows.
+    classes_ : ndarray of shape (n_classes,)
+        The labels in the order of the posteriors' columns: the model's
+        levels (sorted, or a categorical's own order).
+    convergence_ : int
+        L-BFGS-B's stop in R's optim codes.
+    n_features_in_ : int
+        The number of training columns.
+    feature_names_in_ : ndarray of str
+        The training columns' names, when fitted on a dataframe.
+    """
+
+    def __init__(self, ndim: Optional[int] = None, lam: float = 1e-3, nbin: int = 1000, scale: bool = True,
+                 grid_nbin: Optional[int] = None, maxit: int = 100, threads: int = 1):
+        self.ndim = ndim
+        self.lam = lam
+        self.nbin = nbin
+        self.scale = scale
+        self.grid_nbin = grid_nbin
+        self.maxit = maxit
+        self.threads = threads
+
+    def fit(self, X: Any, y: Any) -> "DaskOPNBClassifier":
+        """Fit the projection and the class grids on the cluster.
+
+        Parameters
+        ----------
+        X : dask array or DataFrame (or data held here) of shape (n, n_features)
+            Training rows, numeric.
+        y : dask array or Series (or data held here) of shape (n,)
+            Their labels.
+
+        Returns
+        -------
+        DaskOPNBClassifier
+            The fitted estimator.
+        """
+        from . import OPNB
+
+        Xd = _dask(X)
+        self.model_ = OPNB(Xd, _dask(y), ndim=self.ndim, lam=self.lam, nbin=self.nbin, scale=self.scale,
+                           grid_nbin=self.grid_nbin, maxit=self.maxit, threads=self.threads)
+        self.classes_ = np.asarray(self.model_.ynames)
+        self.n_features_in_ = int(self.model_.V.shape[0])
+        if self.model_.feature_names is not None:
+            self.feature_names_in_ = np.asarray(self.model_.feature_names, dtype=object)
+        self.convergence_ = int(self.model_.convergence)
+        return self
+
+    def _predicted(self, X: Any) -> dict:
+        """:func:`pyopnb.predict`'s (log space) of X: lazy for a dask X."""
+        from sklearn.utils.validation import check_is_fitted
+
+        from ..model import predict as predict_here
+        from . import predict
+
+        check_is_fitted(self, "model_")
+        if hasattr(X, "dask"):
+            return predict(self.model_, X, log=True, threads=self.threads)
+        return predict_here(self.model_, X, log=True, threads=self.threads)
+
+    def predict_log_proba(self, X: Any) -> Any:
+        """Log posterior class probabilities, computed in log space.
+
+        Parameters
+        ----------
+        X : dask array or DataFrame, or data held here, of shape (m, n_features)
+            New rows; a dataframe is matched to the training columns by name.
+
+        Returns
+        -------
+        dask array or ndarray of shape (m, n_classes)
+            Lazy for a dask X; columns in ``classes_`` order.
+        """
+        return self._predicted(X)["log_posterior"]
+
+    def predict_proba(self, X: Any) -> Any:
+        """Posterior class probabilities, from the log posteriors (no underflow).
+
+        Parameters
+        ----------
+        X : dask array or DataFrame, or data held here, of shape (m, n_features)
+            New rows; a dataframe is matched to the training columns by name.
+
+        Returns
+        -------
+        dask array or ndarray of shape (m, n_classes)
+            Lazy for a dask X; columns in ``classes_`` order.
+        """
+        return self._predicted(X)["posterior"]
+
+    def predict(self, X: Any) -> Any:
+        """The class of largest posterior (the first on ties).
+
+        Parameters
+        ----------
+        X : dask array or DataFrame, or data held here, of shape (m, n_features)
+            New rows; a dataframe is matched to the training columns by name.
+
+        Returns
+        -------
+        dask array or ndarray of shape (m,)
+            Labels from ``classes_``, lazy for a dask X.
+        """
+        return self._predicted(X)["class"]
+
+    def decision_function(self, X: Any) -> Any:
+        """Confidence scores: the log posteriors, or for two classes the log odds of ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : dask array or DataFrame, or data held here, of shape (m, n_features)
+            New rows; a dataframe is matched to the training columns by name.
+
+        Returns
+        -------
+        dask array or ndarray of shape (m,) for two classes, else (m, n_classes)
+            Positive where ``classes_[1]`` is predicted (two classes).
+        """
+        logp = self.predict_log_proba(X)
+        return logp[:, 1] - logp[:, 0] if self.classes_.size == 2 else logp
