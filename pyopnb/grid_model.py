@@ -35,7 +35,6 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from . import _ksum, _threads
-from ._validation import check_X
 from .ksum import DEFAULT_BETA
 from .parts import PartSpec, add_blocks
 from ._core.grid import grid_axes
@@ -115,21 +114,7 @@ class GridModel:
         """
         return self.lo[t] + np.arange(self.nbin, dtype=np.float64) * self.delta[t]
 
-    def project(self, X: Any) -> np.ndarray:
-        """Project raw data, ``(X - mu) @ V``, as :meth:`pyopnb.OPNBModel.project`.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (m, d)
-            Raw data, a DataFrame matched by name.
-
-        Returns
-        -------
-        ndarray of shape (m, ndim)
-            The projections.
-        """
-        Xa = check_X(X, "Xte", self.V.shape[0], self.feature_names)
-        return projection(Xa, self.mu, self.V)
+    project = OPNBModel.project  # (X - mu) V, summed in R's order
 
     def class_densities(self, Z: np.ndarray, log: bool, threads: int) -> np.ndarray:
         """The class densities of projected points, summed over the class grids.
@@ -162,6 +147,8 @@ class GridModel:
                 else:
                     out[:, k] *= S
         return out
+
+    _densities = class_densities  # what predict reads (OPNBModel's sums over the rows)
 
     def train_points(self) -> int:
         """The points each prediction's sums run over (a thread count's work)."""

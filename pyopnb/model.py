@@ -172,23 +172,10 @@ class OPNBModel:
         Xa = check_X(X, "Xte", self.V.shape[0], self.feature_names)
         return projection(Xa, self.mu, self.V)
 
-    def class_densities(self, Z: np.ndarray, log: bool, threads: int) -> np.ndarray:
-        """The class densities of projected points, as R's predict sums them over the training rows.
-
-        Parameters
-        ----------
-        Z : ndarray of shape (m, t)
-            Projections on the model's first t columns.
-        log : bool
-            Sum the columns' log densities instead of multiplying the densities.
-        threads : int
-            Threads; the numbers do not depend on it.
-
-        Returns
-        -------
-        ndarray of shape (m, K)
-            sum_t log f_kt(Z[:, t]) (``log``) or prod_t f_kt(Z[:, t]).
-        """
+    def _densities(self, Z: np.ndarray, log: bool, threads: int) -> np.ndarray:
+        """[m, K]: sum_t log f_kt(Z[:, t]) (log) or prod_t f_kt over Z's
+        columns (the model's first), summed over the training rows as R's
+        predict sums them (GridModel's: over its class grids)."""
         nd = Z.shape[1]
         ptr = projection(self.X, self.mu, np.ascontiguousarray(self.V[:, :nd]), threads)
         return _class_log_densities(self, Z, ptr, nd, log, threads)
@@ -330,10 +317,10 @@ def predict_arrays(model: Any, Xte: Any, ndim: Optional[int], log: bool,
     thr = _threads.resolve(threads, _predict_work(model, Xa))
     pte = projection(Xa, model.mu, np.ascontiguousarray(model.V[:, :nd]), thr)
     if log:
-        logden = _linalg.c_log_array(model.PI) + model.class_densities(pte, True, thr)
+        logden = _linalg.c_log_array(model.PI) + model._densities(pte, True, thr)
         logpost, post = posteriors(logden, thr)
         return post, np.argmax(logden, axis=1), logpost
-    den = model.PI * model.class_densities(pte, False, thr)
+    den = model.PI * model._densities(pte, False, thr)
     lost = np.isnan(den) | (den <= 0)
     n_lost = int(lost.all(axis=1).sum())
     if n_lost:

@@ -120,52 +120,22 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         return predict_here(self.model_, X, log=True, threads=self.threads)
 
     def predict_log_proba(self, X: Any) -> Any:
-        """Log posterior class probabilities, computed in log space.
-
-        Parameters
-        ----------
-        X : dask array or DataFrame, or data held here, of shape (m, n_features)
-            New rows; a dataframe is matched to the training columns by name.
-
-        Returns
-        -------
-        dask array or ndarray of shape (m, n_classes)
-            Lazy for a dask X; columns in ``classes_`` order.
-        """
         return self._predicted(X)["log_posterior"]
 
     def predict_proba(self, X: Any) -> Any:
-        """Posterior class probabilities, from the log posteriors (no underflow).
-
-        Parameters
-        ----------
-        X : dask array or DataFrame, or data held here, of shape (m, n_features)
-            New rows; a dataframe is matched to the training columns by name.
-
-        Returns
-        -------
-        dask array or ndarray of shape (m, n_classes)
-            Lazy for a dask X; columns in ``classes_`` order.
-        """
         return self._predicted(X)["posterior"]
 
     def predict(self, X: Any) -> Any:
-        """The class of largest posterior (the first on ties).
-
-        Parameters
-        ----------
-        X : dask array or DataFrame, or data held here, of shape (m, n_features)
-            New rows; a dataframe is matched to the training columns by name.
-
-        Returns
-        -------
-        dask array or ndarray of shape (m,)
-            Labels from ``classes_``, lazy for a dask X.
-        """
         return self._predicted(X)["class"]
 
     def decision_function(self, X: Any) -> Any:
-        """Confidence scores: the log posteriors, or for two classes the log odds of ``classes_[1]``.
+        logp = self.predict_log_proba(X)
+        return logp[:, 1] - logp[:, 0] if self.classes_.size == 2 else logp
+
+
+def _document(method: Any, summary: str, returns: str) -> None:
+    """A prediction method's docstring: its summary and return, the X every one takes."""
+    method.__doc__ = f"""{summary}
 
         Parameters
         ----------
@@ -174,8 +144,19 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        dask array or ndarray of shape (m,) for two classes, else (m, n_classes)
-            Positive where ``classes_[1]`` is predicted (two classes).
+        {returns}
         """
-        logp = self.predict_log_proba(X)
-        return logp[:, 1] - logp[:, 0] if self.classes_.size == 2 else logp
+
+
+for _method, _summary, _returns in (
+        (DaskOPNBClassifier.predict_log_proba, "Log posterior class probabilities, computed in log space.",
+         "dask array or ndarray of shape (m, n_classes)\n            Lazy for a dask X; columns in ``classes_`` order."),
+        (DaskOPNBClassifier.predict_proba, "Posterior class probabilities, from the log posteriors (no underflow).",
+         "dask array or ndarray of shape (m, n_classes)\n            Lazy for a dask X; columns in ``classes_`` order."),
+        (DaskOPNBClassifier.predict, "The class of largest posterior (the first on ties).",
+         "dask array or ndarray of shape (m,)\n            Labels from ``classes_``, lazy for a dask X."),
+        (DaskOPNBClassifier.decision_function,
+         "Confidence scores: the log posteriors, or for two classes the log odds of ``classes_[1]``.",
+         "dask array or ndarray of shape (m,) for two classes, else (m, n_classes)\n"
+         "            Positive where ``classes_[1]`` is predicted (two classes).")):
+    _document(_method, _summary, _returns)
