@@ -297,3 +297,29 @@ def test_workers_on_different_vector_paths_change_no_bit(client, data, reference
     finally:
         client.run(_set_simd, None)
     assert np.array_equal(f.V, reference.V) and f.fval == reference.fval
+
+
+def test_a_parquet_data_set_as_users_read_it(client, tmp_path):
+    # dd.read_parquet's columns read alone come in other partitions than the frame's: counting a column's rows
+    # with to_dask_array(lengths=True) fails there ("The number of items in 'lengths' does not match")
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    pytest.importorskip("pyarrow")
+    from pyopnb.datasets import load_pima
+    from pyopnb.grid_model import grid_model
+
+    pima = load_pima()
+    df = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    df["type"] = np.asarray(pima.y_train)
+    dd.from_pandas(df, npartitions=4).to_parquet(tmp_path / "pima", write_index=False)
+    data = dd.read_parquet(tmp_path / "pima")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # dask: string columns become object arrays
+        m = pdk.OPNB(data.drop(columns="type"), data["type"], ndim=2, client=client)
+        ref = pyopnb.OPNB(df.drop(columns="type"), df["type"], ndim=2)
+        assert np.array_equal(m.V, ref.V) and m.fval == ref.fval and list(m.ynames) == list(ref.ynames)
+        assert np.array_equal(m.W, grid_model(ref).W) and m.feature_names == tuple(pima.feature_names)
+        te = pd.DataFrame(pima.X_test, columns=list(pima.feature_names))
+        dd.from_pandas(te, npartitions=3).to_parquet(tmp_path / "test", write_index=False)
+        got = pdk.predict(m, dd.read_parquet(tmp_path / "test"))["class"].compute()
+    assert np.array_equal(got, pyopnb.predict(grid_model(ref), te)["class"])

@@ -135,11 +135,25 @@ def _as_rows(X: Any) -> Tuple[Any, Optional[Tuple[str, ...]]]:
         bad = [c for c, t in zip(X.columns, X.dtypes) if not (np.issubdtype(t, np.number) or t == bool)]
         if bad:
             raise ValueError(f"X's columns {bad} are not numeric: OPNB needs numbers")
-        X = X.to_dask_array(lengths=True)
+        X = _frame_rows(X)
     X = da.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
     return X.astype(np.float64), names
+
+
+def _frame_rows(frame: Any) -> Any:
+    """A dask DataFrame or Series as a dask array of known chunk sizes.
+
+    ``to_dask_array(lengths=True)`` counts the partitions' rows in a graph
+    of its own, which Dask may optimise into other partitions than the
+    array's (a column of ``dd.read_parquet``'s data read alone: "The number
+    of items in 'lengths' does not match the number of partitions"); the
+    array's own chunks are counted then."""
+    try:
+        return frame.to_dask_array(lengths=True)
+    except ValueError:
+        return frame.to_dask_array().compute_chunk_sizes()
 
 
 def _lookup(values: np.ndarray, known: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -162,7 +176,7 @@ def _labels(cl: Any, y: Any, chunks: Tuple[int, ...]) -> Tuple[Any, np.ndarray, 
                          "level order is too: y.cat.as_known() takes the data's own order, "
                          "y.cat.set_categories([...]) the order you give")
     src = y.cat.codes if categorical else y
-    yd = src.to_dask_array(lengths=True) if hasattr(src, "to_dask_array") else da.asarray(src)
+    yd = _frame_rows(src) if hasattr(src, "to_dask_array") else da.asarray(src)
     if yd.ndim != 1 or sum(yd.chunks[0]) != sum(chunks):
         raise ValueError(f"y must hold one label per row of X ({sum(chunks)}), got shape {yd.shape}")
     yd = yd.rechunk({0: chunks})
@@ -434,7 +448,7 @@ def predict(model: Any, X: Any, ndim: Optional[int] = None, *, log: bool = False
                 raise ValueError(f"X's columns do not match the model's: missing {missing}, not in the model "
                                  f"{extra}")
             X = X[list(m.feature_names)]
-        X = X.to_dask_array(lengths=True)
+        X = _frame_rows(X)
     Xd = da.asarray(X)
     if Xd.ndim != 2 or Xd.shape[1] != m.V.shape[0]:
         raise ValueError(f"X must be [m, {m.V.shape[0]}], got shape {Xd.shape}")
