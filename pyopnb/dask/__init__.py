@@ -340,13 +340,13 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: 
             return np.asarray(fut.result())
 
         def runner_for(mu: np.ndarray, scales: np.ndarray, spec: PartSpec) -> DaskRunner:
-            Xs = held[0].map_blocks(part_stats.standardised, mu, scales, threads, dtype=np.float64)
-            runners.append(DaskRunner(cl, Xs, yp, spec))
-            # the raw rows' chunks are let go once the scaled ones are made: Dask keeps the tasks that make
-            # them again, should a worker be lost
+            # the raw rows are let go before the scaled ones are made, from X's graph again (a chunk at a
+            # time): a worker never holds both, and Dask keeps the tasks that make either again
             held.clear()
             pieces.clear()
             by_key.clear()
+            Xs = Xc.map_blocks(part_stats.standardised, mu, scales, threads, dtype=np.float64)
+            runners.append(DaskRunner(cl, Xs, yp, spec))
             return runners[-1]
 
         if progress:

@@ -49,6 +49,8 @@ def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tup
             if entry is None:
                 entry = _PARTS[key] = [RowPart(X, y0, spec), (-1, 0)]
         part, done = entry
+        # the rows are the task's (Dask's, which it may spill between tasks), not kept by the part
+        part.X = np.ascontiguousarray(X, dtype=np.float64)
         at = done[1] if done[0] == evaluation else -1
         if at == len(history) and not rerun_last:
             start = len(history)
@@ -56,9 +58,12 @@ def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tup
             # passes of this evaluation already made here: they are replayed from the start where they are not
             start = at if 0 <= at < len(history) else 0
         result = None
-        for step, (method, args) in enumerate(history):
-            if step >= start:
-                result = getattr(part, method)(*args)
+        try:
+            for step, (method, args) in enumerate(history):
+                if step >= start:
+                    result = getattr(part, method)(*args)
+        finally:
+            part.X = None
         entry[1] = (evaluation, len(history))
         out.append((part, result))
     return out
