@@ -90,11 +90,19 @@ def main(argv=None) -> None:
     ap.add_argument("--nbin", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--memory-limit", default="1.5GB")
-    ap.add_argument("--rows-per-part", type=int, default=500_000)
+    ap.add_argument("--rows-per-part", type=int, default=None,
+                    help="rows a Parquet file (default: whole blocks of rows, about 500,000)")
     ap.add_argument("--data", default=None, help="the Parquet folder (default: one in the temp folder, kept)")
     ap.add_argument("--spill", default=None, help="the workers' spill folder")
     args = ap.parse_args(argv)
     import tempfile
+
+    from pyopnb.parts import BlockLayout
+
+    if args.rows_per_part is None:
+        # files of whole blocks: the fit then takes the partitions as they are, with no rechunk
+        B = BlockLayout(args.n).block_len
+        args.rows_per_part = B * max(1, round(500_000 / B))
 
     args.data = args.data or os.path.join(tempfile.gettempdir(), f"pyopnb_scale_{args.n}_{args.p}_{args.K}.parquet")
     args.spill = args.spill or tempfile.mkdtemp(prefix="pyopnb_spill_")
