@@ -193,6 +193,8 @@ def test_predict_is_lazy_and_each_rows_bits_are_one_machines(client, data, refer
     assert np.array_equal(got, pyopnb.predict(reference, Xte, ndim=1)["posterior"])
     with pytest.raises(ValueError, match=r"\[m, 5\]"):
         pdk.predict(g, da.from_array(Xte[:, :4]))
+    with pytest.raises(ValueError, match="ndim"):
+        pdk.predict(g, da.from_array(Xte), ndim=3)
 
 
 def test_a_dataframe_is_matched_by_name_and_a_factors_level_order_kept(client):

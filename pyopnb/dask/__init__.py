@@ -24,6 +24,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 from .. import _threads, part_stats
 from ..grid_model import ClassGridBins, GridModel, from_parts
+from .._validation import check_ndim
 from ..labels import factor_levels
 from ..model import _predictable, predict_arrays, projection
 from ..part_fit import ProjectionFit, fit_projection as _fit_projection
@@ -453,6 +454,8 @@ def predict(model: Any, X: Any, ndim: Optional[int] = None, *, log: bool = False
     if Xd.ndim != 2 or Xd.shape[1] != m.V.shape[0]:
         raise ValueError(f"X must be [m, {m.V.shape[0]}], got shape {Xd.shape}")
     Xd = Xd.rechunk({1: -1})
+    if ndim is not None:
+        check_ndim(ndim, m.V.shape[1], "the model's columns, ncol(V)")  # here, not when a chunk is computed
     K = int(m.nc)
     width = 2 * K + 1 if log else K + 1
 
