@@ -123,7 +123,7 @@ def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Option
     yc = y0.astype(np.int32).rechunk({0: Xc.chunks[0]})
     h = np.ascontiguousarray(h, dtype=np.float64)
     PI = np.ascontiguousarray(PI, dtype=np.float64)
-    counts = np.bincount(np.asarray(yc.compute()), minlength=PI.size)
+    counts = np.asarray(client.compute(da.bincount(yc, minlength=PI.size)).result())  # counted on the workers
     spec = PartSpec(h=h, PI=PI, counts=counts, n=n, nbin=int(nbin), threads=int(threads))
     return PartsEvaluator(DaskRunner(client, Xc, yc, spec), spec)
 
