@@ -232,7 +232,7 @@ class ClassGridBins:
         P = np.asarray(part_lin, dtype=np.float64)
         if P.shape[1] != self.spec.layout.nblk:
             raise ValueError(f"need the weights of all {self.spec.layout.nblk} blocks, got {P.shape[1]}")
-        total = add_blocks(np.ascontiguousarray(np.moveaxis(P, 1, 0)))
+        total = add_blocks(P, axis=1)
         return total.reshape(P.shape[0], self.spec.nbin, self.spec.K)
 
 

@@ -169,7 +169,8 @@ class RowPart:
         """The kept per-block arrays ``names`` of the last pass, each
         [ndim, nblk, L], added block by block in order onto ``carry`` (the
         parts before this one's, in order; None: this part is the first)."""
-        return [fold_blocks(self._kept[name], None if carry is None else carry[i]) for i, name in enumerate(names)]
+        return [add_blocks(self._kept[name], None if carry is None else carry[i], axis=1)
+                for i, name in enumerate(names)]
 
     def subset(self, base: List[int], candidates: List[int]) -> np.ndarray:
         """Each block's partials of R's greedy order's values (after a value pass)."""
@@ -198,31 +199,24 @@ class LocalRunner:
         return carry
 
 
-def fold_blocks(blocks: np.ndarray, carry: Optional[np.ndarray]) -> np.ndarray:
-    """blocks [ndim, nblk, L] added in block order onto carry [ndim, L]
-    (None: from the first block), one rounding an add: a fold of all of a
-    problem's blocks, part after part, is ``pyopnb_reduce_blocks``' sum."""
-    if blocks is None:
-        raise ValueError("nothing kept to fold: the pass before keeps it")
-    total = np.array(blocks[:, 0] if carry is None else carry, dtype=np.float64, copy=True)
-    for b in range(0 if carry is not None else 1, blocks.shape[1]):
-        total = total + blocks[:, b]
-    return total
-
-
 def _in_order(results: Sequence[np.ndarray], axis: int) -> np.ndarray:
     """The parts' per-block results joined in block order (the runner
     returns them in part order, the parts' blocks in order)."""
     return np.concatenate([np.asarray(r) for r in results], axis=axis)
 
 
-def add_blocks(parts: np.ndarray) -> np.ndarray:
-    """Blocks' partials [nblk, ...] added in block order from the first,
-    as ``pyopnb_reduce_blocks``: each entry's sum is the same double
-    whatever numpy's loop does, since each add is one rounding."""
-    total = np.array(parts[0], dtype=np.float64, copy=True)
-    for b in range(1, parts.shape[0]):
-        total = total + parts[b]
+def add_blocks(blocks: np.ndarray, carry: Optional[np.ndarray] = None, axis: int = 0) -> np.ndarray:
+    """Blocks' partials (blocks along ``axis``) added in block order onto
+    ``carry`` (None: from the first block), as ``pyopnb_reduce_blocks``:
+    each entry's sum is the same double whatever numpy's loop does, since
+    each add is one rounding. A fold of a problem's blocks part after part,
+    each part onto the sum of the parts before it, is the same sum."""
+    if blocks is None:
+        raise ValueError("no blocks to add: the pass before keeps them")
+    B = np.moveaxis(np.asarray(blocks), axis, 0)
+    total = np.array(B[0] if carry is None else carry, dtype=np.float64, copy=True)
+    for b in range(0 if carry is not None else 1, B.shape[0]):
+        total = total + B[b]
     return total
 
 

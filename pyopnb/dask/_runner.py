@@ -132,13 +132,16 @@ class DaskRunner:
         self.evaluations = 0
         self._history: List[Tuple[str, Any]] = []
 
-    def _groups(self) -> Dict[str, List[int]]:
-        """The chunks each worker holds now (by their X), in row order."""
+    def _owners(self) -> List[str]:
+        """The worker holding each chunk now (by its X; "" where none does), in row order."""
         holders = self.client.who_has([fx for fx, _ in self._data])
+        return [sorted(holders.get(fx.key) or ("",))[0] for fx, _ in self._data]
+
+    def _groups(self) -> Dict[str, List[int]]:
+        """The chunks each worker holds now, in row order."""
         groups: Dict[str, List[int]] = {}
-        for c, (fx, _) in enumerate(self._data):
-            where = holders.get(fx.key) or ()
-            groups.setdefault(sorted(where)[0] if where else "", []).append(c)
+        for c, worker in enumerate(self._owners()):
+            groups.setdefault(worker, []).append(c)
         return groups
 
     def call(self, method: str, *args: Any) -> List[Any]:
@@ -169,21 +172,15 @@ class DaskRunner:
         folded in row order: a task for each run of consecutive chunks on one
         worker, each carrying on the one before, so one array a run crosses
         the network."""
-        holders = self.client.who_has([fx for fx, _ in self._data])
         carry: Any = None
-        c = 0
-        while c < len(self._data):
-            where = holders.get(self._data[c][0].key) or ()
-            worker = sorted(where)[0] if where else ""
-            run = [c]
-            while run[-1] + 1 < len(self._data) and worker and \
-                    sorted(holders.get(self._data[run[-1] + 1][0].key) or ("",))[0] == worker:
-                run.append(run[-1] + 1)
-            data = [f for r in run for f in self._data[r]]
-            opts = dict(workers=[worker], allow_other_workers=True) if worker else {}
-            carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history), run,
-                                       tuple(names), carry, *data, pure=False, **opts)
-            c = run[-1] + 1
+        start = 0
+        for worker, run in itertools.groupby(self._owners()):
+            chunks = list(range(start, start + len(list(run))))
+            start = chunks[-1] + 1
+            data = [f for c in chunks for f in self._data[c]]
+            where = dict(workers=[worker], allow_other_workers=True) if worker else {}
+            carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history),
+                                       chunks, tuple(names), carry, *data, pure=False, **where)
         return self.client.gather(carry)
 
     def close(self) -> None:
