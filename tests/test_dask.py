@@ -325,3 +325,34 @@ def test_a_parquet_data_set_as_users_read_it(client, tmp_path):
         dd.from_pandas(te, npartitions=3).to_parquet(tmp_path / "test", write_index=False)
         got = pdk.predict(m, dd.read_parquet(tmp_path / "test"))["class"].compute()
     assert np.array_equal(got, pyopnb.predict(grid_model(ref), te)["class"])
+
+
+def test_frames_held_here_keep_their_names_and_rs_row_names_are_refused(client, tmp_path):
+    # polars lost its column names on the way to the cluster: a test frame with its columns in another order
+    # was then read by position, a silent wrong answer
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    dd = pytest.importorskip("dask.dataframe")
+    from pyopnb.datasets import load_pima
+
+    pima = load_pima()
+    tr = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    te = pd.DataFrame(pima.X_test, columns=list(pima.feature_names))
+    est = pdk.DaskOPNBClassifier(ndim=2).fit(pl.from_pandas(tr), pl.Series(np.asarray(pima.y_train)))
+    assert tuple(est.feature_names_in_) == tuple(pima.feature_names)
+    backwards = pl.from_pandas(te).select(list(reversed(te.columns)))
+    ref = pyopnb.OPNBClassifier(ndim=2).fit(tr, pima.y_train)
+    assert np.array_equal(est.predict(backwards), est.predict(te))
+    assert np.array_equal(est.predict(backwards), ref.predict(te))
+    lazy = pdk.predict(est.model_, backwards)["class"].compute()
+    assert np.array_equal(lazy, est.predict(te))
+    # R's write.csv file read without its row names as the index: refused, not a feature
+    rcsv = tr.assign(type=np.asarray(pima.y_train))
+    rcsv.index = np.arange(1, len(rcsv) + 1)
+    rcsv.to_csv(tmp_path / "pima.csv")
+    data = dd.read_csv(tmp_path / "pima.csv")
+    with pytest.raises(ValueError, match="row numbers"):
+        pdk.OPNB(data.drop(columns="type"), data["type"], ndim=2, client=client)
+    # pandas X and y whose indexes differ are refused, as pyopnb.OPNB refuses them
+    with pytest.raises(ValueError, match="different row indexes"):
+        pdk.OPNB(tr, pd.Series(np.asarray(pima.y_train), index=np.arange(len(tr))[::-1]), ndim=2, client=client)

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 from .. import _threads, part_stats
 from ..grid_model import ClassGridBins, GridModel, from_parts
-from .._validation import check_ndim
+from .._validation import _ROW_NAMES_ANY, _ROW_NAMES_FIRST, _frame, _refuse_r_row_names, check_aligned, check_ndim
 from ..labels import factor_levels
 from ..model import _predictable, predict_arrays, projection
 from ..part_fit import ProjectionFit, fit_projection as _fit_projection
@@ -128,14 +128,39 @@ def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Option
     return PartsEvaluator(DaskRunner(client, Xc, yc, spec), spec)
 
 
+def _in_memory_frame(data: Any) -> Any:
+    """A dataframe or Series held here (pandas, polars, pyarrow, ...) as a
+    dask one of one partition, its names (and a categorical's order) kept;
+    anything else as it is."""
+    if hasattr(data, "dask"):
+        return data
+    import dask.dataframe as dd
+
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(data, (pd.DataFrame, pd.Series)):
+        return dd.from_pandas(data, npartitions=1)
+    frame = _frame(data)
+    if frame is not None:
+        return dd.from_pandas(frame.to_pandas(), npartitions=1)
+    import narwhals as nw
+
+    series = nw.from_native(data, series_only=True, pass_through=True)
+    return dd.from_pandas(series.to_pandas(), npartitions=1) if isinstance(series, nw.Series) else data
+
+
 def _as_rows(X: Any) -> Tuple[Any, Optional[Tuple[str, ...]]]:
     """X as a float64 dask array [n, d] of known chunk sizes, and its column names (a dataframe's)."""
     names = None
+    X = _in_memory_frame(X)
     if hasattr(X, "to_dask_array"):
         names = tuple(str(c) for c in X.columns)
         bad = [c for c, t in zip(X.columns, X.dtypes) if not (np.issubdtype(t, np.number) or t == bool)]
         if bad:
             raise ValueError(f"X's columns {bad} are not numeric: OPNB needs numbers")
+        for j, c in enumerate(X.columns):
+            if str(c) in _ROW_NAMES_ANY or (j == 0 and str(c) in _ROW_NAMES_FIRST):
+                # R's write.csv row names read as a column: the same refusal as a frame held here (that column read)
+                _refuse_r_row_names(np.asarray(X[c].compute(), dtype=np.float64).reshape(-1, 1), [c], "X")
         X = _frame_rows(X)
     X = da.asarray(X)
     if X.ndim != 2:
@@ -171,6 +196,7 @@ def _labels(cl: Any, y: Any, chunks: Tuple[int, ...]) -> Tuple[Any, np.ndarray, 
     (:func:`pyopnb.labels.factor_levels`' rule: a categorical's own
     category order, R's factor order; else sorted as R sorts), and a
     categorical's levels after its last used one."""
+    y = _in_memory_frame(y)
     categorical = str(getattr(y, "dtype", None)) == "category"
     if categorical and not y.cat.known:
         raise ValueError("y is a categorical whose categories are unknown (as dd.read_parquet gives them), so its "
@@ -318,6 +344,7 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: 
                          "evaluation; give nbin")
     if grid_nbin is not None and int(grid_nbin) < 2:
         raise ValueError(f"grid_nbin must be at least 2, got {grid_nbin}")
+    check_aligned(X, y)  # pandas X and y held here: paired by position, as R pairs them
     Xr, names = _as_rows(X)
     n, d = (int(s) for s in Xr.shape)
     thr = _threads.resolve(threads)
@@ -440,6 +467,7 @@ def predict(model: Any, X: Any, ndim: Optional[int] = None, *, log: bool = False
         chunk once.
     """
     m = _predictable(model)
+    X = _in_memory_frame(X)
     if hasattr(X, "to_dask_array"):
         names = [str(c) for c in X.columns]
         if m.feature_names is not None:

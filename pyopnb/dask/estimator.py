@@ -1,28 +1,12 @@
 """DaskOPNBClassifier: :func:`pyopnb.dask.OPNB` as a scikit-learn estimator."""
 from __future__ import annotations
 
-import sys
 from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 __all__ = ["DaskOPNBClassifier"]
-
-
-def _dask(data: Any) -> Any:
-    """A dask collection as it is; a pandas one made a dask one of one
-    partition (its names kept); anything else a dask array."""
-    import dask.array as da
-
-    if hasattr(data, "dask"):
-        return data
-    pd = sys.modules.get("pandas")
-    if pd is not None and isinstance(data, (pd.DataFrame, pd.Series)):
-        import dask.dataframe as dd
-
-        return dd.from_pandas(data, npartitions=1)
-    return da.asarray(np.asarray(data))
 
 
 class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
@@ -97,8 +81,7 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         """
         from . import OPNB
 
-        Xd = _dask(X)
-        self.model_ = OPNB(Xd, _dask(y), ndim=self.ndim, lam=self.lam, nbin=self.nbin, scale=self.scale,
+        self.model_ = OPNB(X, y, ndim=self.ndim, lam=self.lam, nbin=self.nbin, scale=self.scale,
                            grid_nbin=self.grid_nbin, maxit=self.maxit, threads=self.threads)
         self.classes_ = np.asarray(self.model_.ynames)
         self.n_features_in_ = int(self.model_.V.shape[0])
