@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _threads, part_stats
-from ._validation import as_nbin, check_maxit, check_ndim
+from ._validation import as_nbin, check_maxit, check_ndim, check_priors
 from .checkpoint import Checkpointed, fit_key
 from .fitting import Callback, _Objective, _optimise, final_projection
 from .formulation import RFormulation, Setup, _penalty
@@ -79,7 +79,7 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
                    n: int, d: int, counts: Sequence[int], levels: np.ndarray, *, ndim: Optional[int] = None,
                    lam: float = 1e-3, V0: Any = None, scale: bool = True, nbin: int = 1000, maxit: int = 100,
                    threads: int = 1, callback: Optional[Callback] = None, names: Optional[Tuple[str, ...]] = None,
-                   caller: str = "OPNB", checkpoint: Any = None) -> ProjectionFit:
+                   caller: str = "OPNB", checkpoint: Any = None, priors: Any = None) -> ProjectionFit:
     """R's OPNB (its defaults, R's binned objective) on rows in parts.
 
     ``chain``: the parts' chained column sums over the raw rows
@@ -89,7 +89,9 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
     rows. The other arguments are :func:`pyopnb.OPNB`'s; V0 None (R's start)
     or a (d, ndim) matrix on the scaled data. ``checkpoint``: a file that
     records the evaluations, and that a fit stopped anywhere resumes from
-    with the same bits (:mod:`pyopnb.checkpoint`).
+    with the same bits (:mod:`pyopnb.checkpoint`). ``priors``: the class
+    priors, as :func:`pyopnb.OPNB`'s (a mapping from label to prior, or one
+    per class in the order of ``levels``; default the class proportions).
     """
     form = RFormulation(lam=lam, scale=scale)
     K = len(levels)
@@ -104,6 +106,7 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
                          "evaluation; give nbin")
     nd = check_ndim(ndim, d)
     maxit = check_maxit(maxit)
+    given = check_priors(priors, levels)
     mu, scales = part_stats.r_scaling(chain, n, d, form.scale, names)
     if not np.any(scales) and form.scale:
         raise ValueError("no column of X varies (every column is constant): there is nothing to project")
@@ -113,13 +116,14 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
         V = np.ascontiguousarray(V0, dtype=np.float64)
         if V.shape != (d, nd) or not np.all(np.isfinite(V)):
             raise ValueError(f"V0 must be a finite ({d}, {nd}) matrix, got shape {V.shape}")
-    PI = counts / float(n)
+    PI = counts / float(n) if given is None else given
     spec = PartSpec(h=form.bandwidths(np.empty((0, d)), np.empty(0), K, threads), PI=PI, counts=counts, n=n,
                     nbin=nbin_v, threads=threads)
     evaluator: Any = PartsEvaluator(runner_for(mu, scales, spec), spec)
     if checkpoint is not None:
+        # the priors enter the key only where given: a record of a fit with the class proportions keeps its key
         key = fit_key(n, d, counts, np.asarray([str(v) for v in levels]), nbin_v, form.lam, form.scale, mu, scales,
-                      V)
+                      V, *(() if given is None else (PI,)))
         evaluator = Checkpointed(evaluator, checkpoint, key)
     pen, dpen = _penalty(None, np.empty((0, d)), np.empty(0), d)
     st = Setup(mu, scales, None, evaluator, V, form.lam, pen, dpen)  # type: ignore[arg-type]

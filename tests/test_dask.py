@@ -356,3 +356,39 @@ def test_frames_held_here_keep_their_names_and_rs_row_names_are_refused(client, 
     # pandas X and y whose indexes differ are refused, as pyopnb.OPNB refuses them
     with pytest.raises(ValueError, match="different row indexes"):
         pdk.OPNB(tr, pd.Series(np.asarray(pima.y_train), index=np.arange(len(tr))[::-1]), ndim=2, client=client)
+
+
+def test_priors_are_the_single_machines_and_enter_the_checkpoint(client, tmp_path):
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from pyopnb.datasets import load_pima
+    from pyopnb.grid_model import grid_model
+
+    pima = load_pima()
+    df = pd.DataFrame(pima.X_train, columns=list(pima.feature_names))
+    # an R factor's level order, and priors named by label: matched by name, not by position
+    labels = pd.Series(pd.Categorical(np.asarray(pima.y_train), categories=["Yes", "No"]))
+    priors = {"No": 0.3, "Yes": 0.7}
+    ref = pyopnb.OPNB(df, labels, ndim=2, priors=priors)
+    X, y = dd.from_pandas(df, npartitions=3), dd.from_pandas(labels, npartitions=3)
+    g = pdk.OPNB(X, y, ndim=2, priors=priors, client=client)
+    assert list(g.ynames) == ["Yes", "No"] and np.array_equal(g.PI, [0.7, 0.3])
+    assert np.array_equal(g.V, ref.V) and g.fval == ref.fval and np.array_equal(g.W, grid_model(ref).W)
+    plain = pyopnb.OPNB(df, labels, ndim=2)
+    assert not np.array_equal(plain.V, ref.V)  # the priors move the fit
+    te = pd.DataFrame(pima.X_test, columns=list(pima.feature_names))
+    assert np.array_equal(pyopnb.predict(g, te)["posterior"], pyopnb.predict(grid_model(ref), te)["posterior"])
+    # one per class in the levels' order, as the estimator takes them
+    est = pdk.DaskOPNBClassifier(ndim=2, priors=[0.7, 0.3]).fit(X, y)
+    assert np.array_equal(est.model_.V, ref.V) and list(est.classes_) == ["Yes", "No"]
+    with pytest.raises(ValueError, match="not a class"):
+        pdk.OPNB(X, y, ndim=2, priors={"no": 0.3, "Yes": 0.7}, client=client)
+    with pytest.raises(ValueError, match="sum"):
+        pdk.OPNB(X, y, ndim=2, priors=[0.7, 0.4], client=client)
+    # a record of the fit without priors is another fit's: refused, and left as it was
+    path = tmp_path / "fit.ckpt"
+    pdk.fit_projection(X, y, ndim=2, client=client, checkpoint=path)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="another fit"):
+        pdk.fit_projection(X, y, ndim=2, priors=priors, client=client, checkpoint=path)
+    assert path.read_bytes() == before

@@ -228,7 +228,7 @@ def _check_finite(X: np.ndarray) -> np.ndarray:
 def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any = None,
                    scale: bool = True, nbin: int = 1000, *, maxit: int = 100, client: Optional[Any] = None,
                    threads: int = 1, callback: Optional[Any] = None, progress: bool = False,
-                   checkpoint: Any = None) -> ProjectionFit:
+                   checkpoint: Any = None, priors: Any = None) -> ProjectionFit:
     """Fit R's OPNB projection on a Dask cluster, the single machine's bits.
 
     :func:`pyopnb.OPNB`'s V, bandwidths, priors, scaling and fval on the
@@ -278,6 +278,10 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
         file replays the record and goes on, with the bits of a fit never
         stopped (:mod:`pyopnb.checkpoint`). A file of another fit is
         refused and left as it is.
+    priors : mapping or array-like of shape (n_classes,), optional
+        The class priors, as :func:`pyopnb.OPNB`'s: a mapping from label to
+        prior naming every class, or one per class in the order of y's
+        levels; default the class proportions n_k / n.
 
     Returns
     -------
@@ -285,14 +289,14 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
         The projection, bandwidths, priors, scaling and fval; no rows.
     """
     return _fit(X, y, None, ndim=ndim, lam=lam, V0=V0, scale=scale, nbin=nbin, maxit=maxit, client=client,
-                threads=threads, callback=callback, progress=progress, checkpoint=checkpoint,
+                threads=threads, callback=callback, progress=progress, checkpoint=checkpoint, priors=priors,
                 caller="pyopnb.dask.fit_projection")[0]
 
 
 def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any = None, scale: bool = True,
          nbin: int = 1000, *, grid_nbin: Optional[int] = None, maxit: int = 100, client: Optional[Any] = None,
          threads: int = 1, callback: Optional[Any] = None, progress: bool = False,
-         checkpoint: Any = None) -> GridModel:
+         checkpoint: Any = None, priors: Any = None) -> GridModel:
     """R's OPNB on a Dask cluster: the model without its training rows.
 
     The fit is :func:`fit_projection`'s (:func:`pyopnb.OPNB`'s V, h, PI,
@@ -306,8 +310,9 @@ def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any 
 
     Parameters
     ----------
-    X, y, ndim, lam, V0, scale, nbin, maxit, client, threads, callback, progress, checkpoint
-        As :func:`fit_projection`'s. y may be a dask categorical Series
+    X, y, ndim, lam, V0, scale, nbin, maxit, client, threads, callback, progress, checkpoint, priors
+        As :func:`fit_projection`'s; the priors are the model's too, in
+        its predictions. y may be a dask categorical Series
         of known categories: its category order is the level order, as
         an R factor's is.
     grid_nbin : int, optional
@@ -330,14 +335,15 @@ def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any 
     """
     fit, model = _fit(X, y, nbin if grid_nbin is None else grid_nbin, ndim=ndim, lam=lam, V0=V0, scale=scale,
                       nbin=nbin, maxit=maxit, client=client, threads=threads, callback=callback,
-                      progress=progress, checkpoint=checkpoint, caller="pyopnb.dask.OPNB")
+                      progress=progress, checkpoint=checkpoint, priors=priors, caller="pyopnb.dask.OPNB")
     assert model is not None
     return model
 
 
 def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: float, V0: Any, scale: bool,
          nbin: Optional[int], maxit: int, client: Optional[Any], threads: int, callback: Optional[Any],
-         progress: bool, caller: str, checkpoint: Any = None) -> Tuple[ProjectionFit, Optional[GridModel]]:
+         progress: bool, caller: str, checkpoint: Any = None,
+         priors: Any = None) -> Tuple[ProjectionFit, Optional[GridModel]]:
     """The fit, and with grid_nbin its model of class grids."""
     if nbin is None:
         raise ValueError("pyopnb.dask fits sum on grids: exact sums (nbin=None) need a sort of all rows at every "
@@ -382,7 +388,7 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: 
         try:
             fit = _fit_projection(chain, runner_for, n, d, counts, levels, ndim=ndim, lam=lam, V0=V0,
                                   scale=scale, nbin=nbin, maxit=maxit, threads=thr, callback=callback,
-                                  names=names, caller=caller, checkpoint=checkpoint)
+                                  names=names, caller=caller, checkpoint=checkpoint, priors=priors)
         finally:
             for r in runners:
                 r.close()

@@ -38,6 +38,11 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         L-BFGS-B's iteration limit.
     threads : int, default 1
         Each task's threads.
+    priors : array-like of shape (n_classes,) or mapping, optional
+        The class priors: one per class in the order of ``classes_`` (the
+        sorted labels, or a categorical's own order), or a mapping from
+        label to prior; default the class proportions. The fit's
+        likelihood and every prediction use them.
 
     Attributes
     ----------
@@ -55,7 +60,7 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, ndim: Optional[int] = None, lam: float = 1e-3, nbin: int = 1000, scale: bool = True,
-                 grid_nbin: Optional[int] = None, maxit: int = 100, threads: int = 1):
+                 grid_nbin: Optional[int] = None, maxit: int = 100, threads: int = 1, priors: Any = None):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -63,6 +68,7 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         self.grid_nbin = grid_nbin
         self.maxit = maxit
         self.threads = threads
+        self.priors = priors
 
     def fit(self, X: Any, y: Any) -> "DaskOPNBClassifier":
         """Fit the projection and the class grids on the cluster.
@@ -82,7 +88,7 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         from . import OPNB
 
         self.model_ = OPNB(X, y, ndim=self.ndim, lam=self.lam, nbin=self.nbin, scale=self.scale,
-                           grid_nbin=self.grid_nbin, maxit=self.maxit, threads=self.threads)
+                           grid_nbin=self.grid_nbin, maxit=self.maxit, threads=self.threads, priors=self.priors)
         self.classes_ = np.asarray(self.model_.ynames)
         self.n_features_in_ = int(self.model_.V.shape[0])
         if self.model_.feature_names is not None:
