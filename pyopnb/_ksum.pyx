@@ -351,26 +351,41 @@ cdef inline double _logaddexp(double u, double v) noexcept nogil:
     return v + log1p(exp(u - v))
 
 
-cdef inline void _point_decays(double rawl, double rawr, double h, int a, bint hasL, bint hasR,
-                               bint onanchor, bint logS, double* dl, double* dr, double* tl,
-                               double* tr) noexcept nogil:
-    """An evaluation point's distances to its anchors in bandwidth h (rawl to
-    the left one, rawr to the right one) and their decays (or just powers
-    for sums kept in log space)."""
-    if hasL:
-        dl[0] = rawl / h
+cdef struct PointPlace:
+    # an evaluation point between its two anchors
+    bint hasL                   # an anchor at its left (the last anchor <= it)
+    bint hasR                   # one at its right, or it sits on its left one
+    bint onanchor               # it sits on its left anchor
+    double rawl                 # its distance to the left anchor
+    double rawr                 # and to the right one
+
+
+cdef struct AnchorDistances:
+    # a point's distances to its anchors in a bandwidth
+    double dl
+    double dr
+
+
+cdef inline AnchorDistances _point_decays(PointPlace pt, double h, int a, bint logS, double* tl,
+                                          double* tr) noexcept nogil:
+    """The point's distances to its anchors in bandwidth h, and their decays
+    into tl and tr [a + 1] (or just powers, for sums kept in log space).
+    By value: the decays written through tl and tr cannot then alias the
+    place, which stays in registers."""
+    cdef AnchorDistances out = AnchorDistances(dl=0.0, dr=0.0)
+    if pt.hasL:
+        out.dl = pt.rawl / h
         if logS:
-            _powers(dl[0], a, tl)
+            _powers(out.dl, a, tl)
         else:
-            _decay(dl[0], a, tl)
-    if hasR and not onanchor:
-        dr[0] = rawr / h
+            _decay(out.dl, a, tl)
+    if pt.hasR and not pt.onanchor:
+        out.dr = pt.rawr / h
         if logS:
-            _powers(dr[0], a, tr)
+            _powers(out.dr, a, tr)
         else:
-            _decay(dr[0], a, tr)
-    elif onanchor:
-        dr[0] = 0.0
+            _decay(out.dr, a, tr)
+    return out
 
 
 cdef void _evaluate(const Anchors* A, const EvalRows* ev, const double* Ldep, int dep_a1,
@@ -415,8 +430,10 @@ cdef void _evaluate(const Anchors* A, const EvalRows* ev, const double* Ldep, in
     cdef double zero[64]
     cdef const double* Lv
     cdef const double* Rv
-    cdef bint hasL, hasR, onanchor, moved
-    cdef double s, dd, dl = 0.0, dr = 0.0, sr, rawl = 0.0, rawr = 0.0
+    cdef bint moved
+    cdef double s, dd, sr
+    cdef PointPlace pt
+    cdef AnchorDistances dist = AnchorDistances(dl=0.0, dr=0.0)
     cdef const double* Lg
     cdef const double* Rg
     cdef double b0 = ker.beta[0], b1 = ker.beta[1] if a >= 1 else 0.0
@@ -426,10 +443,10 @@ cdef void _evaluate(const Anchors* A, const EvalRows* ev, const double* Ldep, in
     for j in range(m):
         g = lo[j]
         o = outrow[j] if outrow != NULL else j
-        hasL = g >= 0
-        onanchor = hasL and (e == NULL or e[j] == anchors[g])
-        hasR = onanchor or g + 1 < G
-        if onanchor and a == 1 and not logS:
+        pt.hasL = g >= 0
+        pt.onanchor = pt.hasL and (e == NULL or e[j] == anchors[g])
+        pt.hasR = pt.onanchor or g + 1 < G
+        if pt.onanchor and a == 1 and not logS:
             # a point on its anchor (every exact sum at the sample), default
             # kernel: the tables as they are, the sums below unrolled (the
             # same operations)
@@ -442,26 +459,26 @@ cdef void _evaluate(const Anchors* A, const EvalRows* ev, const double* Ldep, in
                     D[o * r + c] = _dksum1(g0, g1, Lg[2 * c], Lg[2 * c + 1], Rg[2 * c], Rg[2 * c + 1])
             continue
         # (e is not NULL here: off its anchor, or no anchor at its left)
-        rawl = e[j] - anchors[g] if hasL and not onanchor else 0.0
-        rawr = anchors[g + 1] - e[j] if hasR and not onanchor else 0.0
+        pt.rawl = e[j] - anchors[g] if pt.hasL and not pt.onanchor else 0.0
+        pt.rawr = anchors[g + 1] - e[j] if pt.hasR and not pt.onanchor else 0.0
         # a point on its anchor (every exact sum at the sample) reads the
         # tables as they are, whatever the bandwidth
-        moved = rawl != 0.0 or rawr != 0.0
+        moved = pt.rawl != 0.0 or pt.rawr != 0.0
         if shared or not moved:
-            _point_decays(rawl, rawr, h[0], a, hasL, hasR, onanchor, logS, &dl, &dr, tl, tr)
+            dist = _point_decays(pt, h[0], a, logS, tl, tr)
         for c in range(r):
             if moved and not shared:
-                _point_decays(rawl, rawr, h[c], a, hasL, hasR, onanchor, logS, &dl, &dr, tl, tr)
-            if hasL and dl == 0.0:
+                dist = _point_decays(pt, h[c], a, logS, tl, tr)
+            if pt.hasL and dist.dl == 0.0:
                 Lv = &Lincl[g * row + c * a1]
-            elif hasL:
+            elif pt.hasL:
                 _shift(&Lincl[g * row + c * a1], Lbuf, a, tl, ker.binom)
                 Lv = Lbuf
             else:
                 Lv = zero
-            if onanchor:
+            if pt.onanchor:
                 Rv = &Rexcl[g * row + c * a1]
-            elif hasR:
+            elif pt.hasR:
                 # points >= anchor g+1: its exclusive table plus what sits on it
                 for k in range(a1):
                     inc[k] = Rexcl[(g + 1) * row + c * a1 + k] + _dep(Ldep, dep_a1, g + 1, r, c, k)
@@ -475,8 +492,8 @@ cdef void _evaluate(const Anchors* A, const EvalRows* ev, const double* Ldep, in
                 for k in range(a1):
                     s += ker.beta[k] * Lv[k]
                     sr += ker.beta[k] * Rv[k]
-                S[o * r + c] = _logaddexp(log(s) - dl if hasL else -INFINITY,
-                                          log(sr) - dr if hasR else -INFINITY)
+                S[o * r + c] = _logaddexp(log(s) - dist.dl if pt.hasL else -INFINITY,
+                                          log(sr) - dist.dr if pt.hasR else -INFINITY)
             elif S != NULL:
                 s = 0.0
                 for k in range(a1):

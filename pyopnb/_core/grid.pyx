@@ -26,7 +26,6 @@ from pyopnb._core.common cimport (MAX_BLOCKS, _MAX_ORDER, _data_or_null, _reduce
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
-from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps

@@ -30,14 +30,27 @@
 #define PYOPNB_XP_LB 4
 #define PYOPNB_XP_NV 3
 
+/* a run of at most PYOPNB_XP_ROWS rows of A'B, B laid out row-major */
+typedef struct {
+    const double* A;    /* the run's rows of A [m, p] */
+    ptrdiff_t m;
+    ptrdiff_t p;
+    const double* B;    /* its rows of B [m, qp] (qp a multiple of 8) */
+    ptrdiff_t qp;
+    double* C;          /* C [p, qp], added to */
+} pyopnb_xp_run;
+
 /* C[l:l+LB, t0:t0+NV W] += A[0:m, l:l+LB]' B[0:m, t0:t0+NV W], rows in order */
 template <int W, int LB, int NV>
-static inline __attribute__((always_inline)) void pyopnb_xp_tile(
-        const double* A, ptrdiff_t m, ptrdiff_t p, ptrdiff_t l, const double* B, ptrdiff_t qp, ptrdiff_t t0,
-        double* C) {
+static inline __attribute__((always_inline)) void pyopnb_xp_tile(const pyopnb_xp_run* R, ptrdiff_t l,
+                                                                 ptrdiff_t t0) {
     /* unaligned vector loads and stores through a type of alignment 8;
      * loops over the tile fully unrolled, so that the tile lives in registers */
     typedef typename pyopnb_dvec<W>::type vec;
+    const double* A = R->A;
+    const double* B = R->B;
+    double* C = R->C;
+    const ptrdiff_t m = R->m, p = R->p, qp = R->qp;
     vec acc[LB][NV];
 #pragma GCC unroll 8
     for (int a = 0; a < LB; ++a)
@@ -61,14 +74,13 @@ static inline __attribute__((always_inline)) void pyopnb_xp_tile(
 }
 
 #define PYOPNB_XP_CASE(LBV, NVV) \
-    case (LBV) * 8 + (NVV): pyopnb_xp_tile<W, LBV, NVV>(A, m, p, l, B, qp, t0, C); break;
+    case (LBV) * 8 + (NVV): pyopnb_xp_tile<W, LBV, NVV>(R, l, t0); break;
 
-/* C[l0:l1, :] += A[0:m, l0:l1]' B[0:m, :] (qp a multiple of 8), tile by tile */
+/* C[l0:l1, :] += A[0:m, l0:l1]' B[0:m, :] for a run, tile by tile */
 template <int W>
-static inline __attribute__((always_inline)) void pyopnb_xp_rows(
-        const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp, ptrdiff_t l0, ptrdiff_t l1,
-        double* C) {
-    const ptrdiff_t nvec = qp / W;
+static inline __attribute__((always_inline)) void pyopnb_xp_rows(const pyopnb_xp_run* R, ptrdiff_t l0,
+                                                                 ptrdiff_t l1) {
+    const ptrdiff_t nvec = R->qp / W;
     for (ptrdiff_t l = l0; l < l1; l += PYOPNB_XP_LB) {
         const int lb = (int)(l1 - l < PYOPNB_XP_LB ? l1 - l : PYOPNB_XP_LB);
         for (ptrdiff_t v0 = 0; v0 < nvec; v0 += PYOPNB_XP_NV) {
@@ -86,31 +98,26 @@ static inline __attribute__((always_inline)) void pyopnb_xp_rows(
 }
 
 #if PYOPNB_DISPATCH
-__attribute__((target("avx512f"))) static void pyopnb_xp_avx512(
-        const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp, ptrdiff_t l0, ptrdiff_t l1,
-        double* C) {
-    pyopnb_xp_rows<8>(A, m, p, B, qp, l0, l1, C);
+__attribute__((target("avx512f"))) static void pyopnb_xp_avx512(const pyopnb_xp_run* R, ptrdiff_t l0,
+                                                                ptrdiff_t l1) {
+    pyopnb_xp_rows<8>(R, l0, l1);
 }
-__attribute__((target("avx2"))) static void pyopnb_xp_avx2(
-        const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp, ptrdiff_t l0, ptrdiff_t l1,
-        double* C) {
-    pyopnb_xp_rows<4>(A, m, p, B, qp, l0, l1, C);
+__attribute__((target("avx2"))) static void pyopnb_xp_avx2(const pyopnb_xp_run* R, ptrdiff_t l0, ptrdiff_t l1) {
+    pyopnb_xp_rows<4>(R, l0, l1);
 }
 #endif
 
-static void pyopnb_xp_base(const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp,
-                           ptrdiff_t l0, ptrdiff_t l1, double* C) {
-    pyopnb_xp_rows<2>(A, m, p, B, qp, l0, l1, C);
+static void pyopnb_xp_base(const pyopnb_xp_run* R, ptrdiff_t l0, ptrdiff_t l1) {
+    pyopnb_xp_rows<2>(R, l0, l1);
 }
 
-static inline void pyopnb_xp(int level, const double* A, ptrdiff_t m, ptrdiff_t p, const double* B, ptrdiff_t qp,
-                             ptrdiff_t l0, ptrdiff_t l1, double* C) {
+static inline void pyopnb_xp(int level, const pyopnb_xp_run* R, ptrdiff_t l0, ptrdiff_t l1) {
 #if PYOPNB_DISPATCH
-    if (level >= 2) { pyopnb_xp_avx512(A, m, p, B, qp, l0, l1, C); return; }
-    if (level == 1) { pyopnb_xp_avx2(A, m, p, B, qp, l0, l1, C); return; }
+    if (level >= 2) { pyopnb_xp_avx512(R, l0, l1); return; }
+    if (level == 1) { pyopnb_xp_avx2(R, l0, l1); return; }
 #endif
     (void)level;
-    pyopnb_xp_base(A, m, p, B, qp, l0, l1, C);
+    pyopnb_xp_base(R, l0, l1);
 }
 
 /* A'B's operands: A [n, p] row-major and B given transposed, Bt [q, n]
@@ -138,7 +145,8 @@ static inline void pyopnb_xp_block(int level, const pyopnb_xp_operands* X, ptrdi
             const double* src = X->Bt + t * n + r0;
             for (ptrdiff_t i = 0; i < m; ++i) own[i * qp + t] = src[i];
         }
-        pyopnb_xp(level, X->A + r0 * p, m, p, own, qp, l0, l1, C);
+        const pyopnb_xp_run run = {X->A + r0 * p, m, p, own, qp, C};
+        pyopnb_xp(level, &run, l0, l1);
     }
 }
 

@@ -29,9 +29,15 @@ cdef inline double _row_posterior(const double* logf, const double* logprior, in
     return logprior[y] + logf[y] - (mx + log(ssum))
 
 
-cdef inline double _row_posterior_products(const double* pr, const double* acc, const double* PI,
-                                           const double* logprior, int K, int y, double* post, bint term,
-                                           double* lf) noexcept nogil:
+cdef struct Priors:
+    # a fit's class priors, as the rows' posteriors read them
+    const double* PI            # [K]
+    const double* logprior      # [K]: their logs
+    int K
+
+
+cdef inline double _row_posterior_products(const double* pr, const double* acc, const Priors* pri, int y,
+                                           double* post, bint term, double* lf) noexcept nogil:
     """One row from its class densities as pyopnb_products_n leaves them
     (f_k = pr[k] exp(acc[k])): the row's term of l (when ``term``; else 0)
     and (unless post is NULL) its posteriors.
@@ -45,7 +51,8 @@ cdef inline double _row_posterior_products(const double* pr, const double* acc, 
     density 0, inf or NaN) the row's logs go into lf [K] (scratch) and
     through _row_posterior, which never underflows.
     """
-    cdef int k
+    cdef int k, K = pri.K
+    cdef const double* PI = pri.PI
     cdef double s = 0.0, q, r
     cdef bint whole = True
     for k in range(K):
@@ -66,4 +73,4 @@ cdef inline double _row_posterior_products(const double* pr, const double* acc, 
         return log(PI[y] * pr[y]) - log(s)
     for k in range(K):
         lf[k] = acc[k] + log(pr[k])
-    return _row_posterior(lf, logprior, K, y, post)
+    return _row_posterior(lf, pri.logprior, K, y, post)

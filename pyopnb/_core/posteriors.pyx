@@ -63,14 +63,17 @@ def product_posteriors(const double[:, ::1] pr, const double[:, ::1] acc, const 
     cdef double[:, ::1] lfv = lf
     cdef double total = 0.0
     cdef const double* wp = &wv[0] if weighted and n > 0 else NULL
+    # the posteriors' priors, and the value's (R's squared ones, where apart)
+    cdef Priors post_priors = Priors(PI=&PI[0], logprior=&lpv[0, 0], K=K)
+    cdef Priors value_priors = Priors(PI=&vPI[0], logprior=&lpv[1, 0], K=K)
     with nogil:
         for i in prange(n, num_threads=nthr, schedule="static"):
             tid = _thread_id()
-            tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &PI[0], &lpv[0, 0], K, y[i], &pv[i, 0],
-                                            not apart, &lfv[tid, 0])
+            tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &post_priors, y[i], &pv[i, 0], not apart,
+                                            &lfv[tid, 0])
             if apart:
-                tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &vPI[0], &lpv[1, 0], K, y[i], NULL,
-                                                True, &lfv[tid, 0])
+                tv[i] = _row_posterior_products(&pr[i, 0], &acc[i, 0], &value_priors, y[i], NULL, True,
+                                                &lfv[tid, 0])
         # summed by the fixed blocks of rows, so that the value does not depend on the threads
         if n > 0:
             total = _block_sum(&tv[0], wp, n)

@@ -12,15 +12,32 @@
 
 #include "simd.h"
 
-/* zt[(j0 + j) * n + r] for j < min(W VL, nd - j0), r < R: R rows x [R, p]
- * (row-major) against V [p, ndp] (row-major, zero columns past nd, ndp at
- * least j0 + W VL). R W chains of additions at once: a chain's latency is
- * the bound when there are few (one row at ndim = 5 had three). */
+/* what one projection fixes: V and the shapes (by value below the
+ * dispatch: in registers, whatever the stores to Z' may alias) */
+typedef struct {
+    ptrdiff_t p;        /* X's columns, V's rows */
+    const double* V;    /* [p, ndp], row-major, zero columns past nd */
+    ptrdiff_t ndp;      /* V's row length: at least nd, a multiple of 8 */
+    ptrdiff_t nd;       /* V's columns: Z's */
+    ptrdiff_t n;        /* Z's rows: the stride of Z' */
+} pyopnb_projection;
+
+/* a run of rows of X and where their projections go */
+typedef struct {
+    const double* x;    /* R rows [R, p], row-major */
+    int R;
+    double* zt;         /* Z' entry of the first row, column 0: row r, column j at zt[j * n + r] */
+} pyopnb_project_run;
+
+/* zt[(j0 + j) * n + r] for j < min(W VL, nd - j0), r < R: R rows x against
+ * V (ndp at least j0 + W VL). R W chains of additions at once: a chain's
+ * latency is the bound when there are few (one row at ndim = 5 had three). */
 template <int VL, int R, int W>
-static inline __attribute__((always_inline)) void pyopnb_project_chunk(
-        const double* x, ptrdiff_t p, const double* V, ptrdiff_t ndp, ptrdiff_t nd, ptrdiff_t j0, double* zt,
-        ptrdiff_t n) {
+static inline __attribute__((always_inline)) void pyopnb_project_chunk(const pyopnb_projection P,
+                                                                       const double* x, ptrdiff_t j0, double* zt) {
     typedef typename pyopnb_dvec<VL>::type vec;
+    const ptrdiff_t p = P.p, ndp = P.ndp, nd = P.nd, n = P.n;
+    const double* V = P.V;
     vec acc[R][W];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -42,69 +59,65 @@ static inline __attribute__((always_inline)) void pyopnb_project_chunk(
             for (int r = 0; r < R; ++r) zt[(j0 + VL * q + c) * n + r] = acc[r][q][c];
 }
 
-/* the last registers of columns (W or fewer) of R rows: pyopnb_project_chunk
- * with the register count known at compile time, as many rows at once as
- * keep about 12 registers of sums */
+/* the last registers of columns (W or fewer) of a run's rows:
+ * pyopnb_project_chunk with the register count known at compile time, as
+ * many rows at once as keep about 12 registers of sums */
 template <int VL, int W>
 struct pyopnb_project_tail {
-    static inline __attribute__((always_inline)) void run(
-            int regs, int R, const double* x, ptrdiff_t p, const double* V, ptrdiff_t ndp, ptrdiff_t nd,
-            ptrdiff_t j0, double* zt, ptrdiff_t n) {
+    static inline __attribute__((always_inline)) void run(int regs, const pyopnb_projection P,
+                                                          pyopnb_project_run rows, ptrdiff_t j0) {
         if (regs == W) {
             constexpr int RW = 12 / W > 8 ? 8 : (12 / W < 1 ? 1 : 12 / W);
+            const ptrdiff_t p = P.p;
             int r = 0;
-            for (; r + RW <= R; r += RW)
-                pyopnb_project_chunk<VL, RW, W>(x + r * p, p, V, ndp, nd, j0, zt + r, n);
-            for (; r < R; ++r) pyopnb_project_chunk<VL, 1, W>(x + r * p, p, V, ndp, nd, j0, zt + r, n);
+            for (; r + RW <= rows.R; r += RW)
+                pyopnb_project_chunk<VL, RW, W>(P, rows.x + r * p, j0, rows.zt + r);
+            for (; r < rows.R; ++r) pyopnb_project_chunk<VL, 1, W>(P, rows.x + r * p, j0, rows.zt + r);
         } else {
-            pyopnb_project_tail<VL, W - 1>::run(regs, R, x, p, V, ndp, nd, j0, zt, n);
+            pyopnb_project_tail<VL, W - 1>::run(regs, P, rows, j0);
         }
     }
 };
 
 template <int VL>
 struct pyopnb_project_tail<VL, 0> {
-    static inline void run(int, int, const double*, ptrdiff_t, const double*, ptrdiff_t, ptrdiff_t, ptrdiff_t,
-                           double*, ptrdiff_t) {}
+    static inline void run(int, const pyopnb_projection, pyopnb_project_run, ptrdiff_t) {}
 };
 
-/* rows i..i+R-1 of Z': zt[j * n + r] = sum_l x[r, l] V[l, j] for j < nd; V
- * as above with ndp a multiple of 8. At most 12 registers of a row's sums
- * at a time, so that a row is read once when ndim <= 12 VL. */
+/* a run's rows of Z': zt[j * n + r] = sum_l x[r, l] V[l, j] for j < nd. At
+ * most 12 registers of a row's sums at a time, so that a row is read once
+ * when ndim <= 12 VL. */
 template <int VL>
-static inline __attribute__((always_inline)) void pyopnb_project_on(
-        const double* x, int R, ptrdiff_t p, const double* V, ptrdiff_t ndp, ptrdiff_t nd, double* zt,
-        ptrdiff_t n) {
+static inline __attribute__((always_inline)) void pyopnb_project_on(const pyopnb_projection P,
+                                                                    pyopnb_project_run rows) {
+    const ptrdiff_t nd = P.nd, p = P.p;
     ptrdiff_t j = 0;
     for (; nd - j > 12 * VL; j += 12 * VL)
-        for (int r = 0; r < R; ++r) pyopnb_project_chunk<VL, 1, 12>(x + r * p, p, V, ndp, nd, j, zt + r, n);
-    pyopnb_project_tail<VL, 12>::run((int)((nd - j + VL - 1) / VL), R, x, p, V, ndp, nd, j, zt, n);
+        for (int r = 0; r < rows.R; ++r) pyopnb_project_chunk<VL, 1, 12>(P, rows.x + r * p, j, rows.zt + r);
+    pyopnb_project_tail<VL, 12>::run((int)((nd - j + VL - 1) / VL), P, rows, j);
 }
 
 #if PYOPNB_DISPATCH
-__attribute__((target("avx512f"))) static void pyopnb_project_avx512(
-        const double* x, int R, ptrdiff_t p, const double* V, ptrdiff_t ndp, ptrdiff_t nd, double* zt,
-        ptrdiff_t n) {
-    pyopnb_project_on<8>(x, R, p, V, ndp, nd, zt, n);
+__attribute__((target("avx512f"))) static void pyopnb_project_avx512(const pyopnb_projection* P,
+                                                                     pyopnb_project_run rows) {
+    pyopnb_project_on<8>(*P, rows);
 }
-__attribute__((target("avx2"))) static void pyopnb_project_avx2(
-        const double* x, int R, ptrdiff_t p, const double* V, ptrdiff_t ndp, ptrdiff_t nd, double* zt,
-        ptrdiff_t n) {
-    pyopnb_project_on<4>(x, R, p, V, ndp, nd, zt, n);
+__attribute__((target("avx2"))) static void pyopnb_project_avx2(const pyopnb_projection* P,
+                                                                pyopnb_project_run rows) {
+    pyopnb_project_on<4>(*P, rows);
 }
 #endif
 
 /* pyopnb_project_on on the vector path level (simd.pyx's simd_path), no wider
  * than the columns fill: a register mostly of zero columns costs more than
  * it saves (ndim = 1 took 40% longer on AVX2) */
-static inline void pyopnb_project_rows(int level, const double* x, int R, ptrdiff_t p, const double* V,
-                                       ptrdiff_t ndp, ptrdiff_t nd, double* zt, ptrdiff_t n) {
+static inline void pyopnb_project_rows(int level, const pyopnb_projection* P, pyopnb_project_run rows) {
 #if PYOPNB_DISPATCH
-    if (level >= 2 && nd > 4) { pyopnb_project_avx512(x, R, p, V, ndp, nd, zt, n); return; }
-    if (level >= 1 && nd > 2) { pyopnb_project_avx2(x, R, p, V, ndp, nd, zt, n); return; }
+    if (level >= 2 && P->nd > 4) { pyopnb_project_avx512(P, rows); return; }
+    if (level >= 1 && P->nd > 2) { pyopnb_project_avx2(P, rows); return; }
 #endif
     (void)level;
-    pyopnb_project_on<2>(x, R, p, V, ndp, nd, zt, n);
+    pyopnb_project_on<2>(*P, rows);
 }
 
 #endif

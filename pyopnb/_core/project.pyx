@@ -8,9 +8,18 @@ from pyopnb._core.common cimport _entry_threads
 from pyopnb._core.simd cimport simd_path
 
 cdef extern from "_core/project.h" nogil:
-    # R rows of Z' = (X V)' in R's summation order
-    void pyopnb_project_rows(int level, const double* x, int R, Py_ssize_t p, const double* V, Py_ssize_t ndp,
-                             Py_ssize_t nd, double* zt, Py_ssize_t n)
+    ctypedef struct pyopnb_projection:
+        Py_ssize_t p
+        const double* V
+        Py_ssize_t ndp
+        Py_ssize_t nd
+        Py_ssize_t n
+    ctypedef struct pyopnb_project_run:
+        const double* x
+        int R
+        double* zt
+    # a run of rows of Z' = (X V)' in R's summation order
+    void pyopnb_project_rows(int level, const pyopnb_projection* P, pyopnb_project_run rows)
 
 cdef extern from "_core/simd.h" nogil:
     void pyopnb_prefetch(const double* a, Py_ssize_t len)
@@ -54,10 +63,12 @@ def project(const double[:, ::1] X, const double[:, ::1] V, int num_threads, out
     cdef const double* xp
     cdef Py_ssize_t nblk = (n + _ROWS - 1) // _ROWS
     cdef int level = simd_path()
+    cdef pyopnb_projection proj = pyopnb_projection(p=p, V=vp, ndp=ndp, nd=nd, n=n)
     with nogil:
         for i in prange(nblk, num_threads=_entry_threads(num_threads, n * p * nd), schedule="static"):
             xp = &X[i * _ROWS, 0] if p > 0 else NULL
             if i + _AHEAD < nblk:
                 pyopnb_prefetch(xp + _AHEAD * _ROWS * p, min(_ROWS, n - (i + _AHEAD) * _ROWS) * p)
-            pyopnb_project_rows(level, xp, <int> min(_ROWS, n - i * _ROWS), p, vp, ndp, nd, &zt[0, i * _ROWS], n)
+            pyopnb_project_rows(level, &proj, pyopnb_project_run(x=xp, R=<int> min(_ROWS, n - i * _ROWS),
+                                                                 zt=&zt[0, i * _ROWS]))
     return Zt

@@ -15,7 +15,7 @@ from libc.string cimport memset
 
 from pyopnb._core.common cimport _block_partials, _data_or_null, _reduce_blocks, _thread_id
 from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
-from pyopnb._core.posteriors cimport _row_posterior, _row_posterior_products
+from pyopnb._core.posteriors cimport Priors, _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
                                    pyopnb_log_products, pyopnb_running)
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
@@ -122,6 +122,7 @@ cdef class RGridTables(GridTables):
         cdef Py_ssize_t TK = self.TK
         cdef double* lf
         cdef double* lf_simple
+        cdef Priors priors = Priors(PI=&PI[0], logprior=&lpv[0], K=K)
         cdef const Py_ssize_t[:, ::1] pv = _column_pointers(Tl, Ts if posteriors else NULL, TK, cell_of, n, colv)
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
@@ -136,12 +137,12 @@ cdef class RGridTables(GridTables):
                 _block_products(self.wk.P.simd, pv, ndim, K, i0, m, pyopnb_running(pr=lf, acc=&lf[2 * B * K]),
                                 pyopnb_running(pr=lf_simple, acc=&lf[3 * B * K]))
                 for j in range(m):
-                    tv[i0 + j] = _row_posterior_products(&lf[j * K], &lf[(2 * B + j) * K], &PI[0], &lpv[0], K,
-                                                         y[i0 + j], NULL, True, &lf[4 * B * K])
+                    tv[i0 + j] = _row_posterior_products(&lf[j * K], &lf[(2 * B + j) * K], &priors, y[i0 + j],
+                                                         NULL, True, &lf[4 * B * K])
                 if posteriors:
                     for j in range(m):
-                        _row_posterior_products(&lf[(B + j) * K], &lf[(3 * B + j) * K], &PI[0], &lpv[0], K,
-                                                y[i0 + j], &pp[(i0 + j) * K], False, &lf[4 * B * K])
+                        _row_posterior_products(&lf[(B + j) * K], &lf[(3 * B + j) * K], &priors, y[i0 + j],
+                                                &pp[(i0 + j) * K], False, &lf[4 * B * K])
         return post
 
     cdef void _make_logs(self):
