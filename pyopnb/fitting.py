@@ -393,12 +393,12 @@ def fit(X: Any, y: Any, form: Formulation, *, ndim: Optional[int] = None, nbin: 
     obj = _Objective(st, d, nd)
     Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
     if obj.r_failed is not None and not st.r_defects:
-        _warn_r_failure(obj, levels, caller)
+        warn_r_failure(obj, levels, caller)
     V, h, fval = final_projection(st, obj, Vopt, form, st.problem.h, thr)
     model = OPNBModel(V=V, X=Xa, y=codes + 1, PI=st.problem.PI, h=h, nc=K, mu=st.mu,
                       scales=st.scales, ynames=levels, lam=st.lam, fval=fval, feature_names=names,
                       convergence=convergence, unused_levels=unused, w=w)
-    _check_collapse(model, form, thr, caller)
+    warn_if_collapsed(model, model.X[collapse_rows(Xa.shape[0])], form, thr, caller)
     return model
 
 
@@ -439,18 +439,25 @@ _COLLAPSE_ROWS = 1000
 _COLLAPSE_TOL = 1e-3
 
 
-def _check_collapse(model: OPNBModel, form: Formulation, threads: int, caller: str) -> None:
-    """Warn where the fitted posteriors are the priors on the training rows:
-    the model then predicts the most frequent class everywhere, and its
-    optimiser's outcome says nothing of it (it converged, to V near zero)."""
-    n = model.X.shape[0]
-    rows = np.unique(np.linspace(0, n - 1, min(n, _COLLAPSE_ROWS)).astype(np.intp))
-    post = predict(model, model.X[rows], log=True, threads=threads)["posterior"]
+def collapse_rows(n: int) -> np.ndarray:
+    """The training rows a fit's collapse is looked for on: evenly spaced."""
+    return np.unique(np.linspace(0, n - 1, min(n, _COLLAPSE_ROWS)).astype(np.intp))
+
+
+def warn_if_collapsed(model: Any, X_rows: np.ndarray, form: Formulation, threads: int, caller: str,
+                      stacklevel: int = 3) -> None:
+    """Warn where the fitted posteriors are the priors on the training rows
+    X_rows (:func:`collapse_rows`' of X): the model then predicts the most
+    frequent class everywhere, and its optimiser's outcome says nothing of
+    it (it converged, to V near zero). ``stacklevel``: the user's call,
+    counted as ``warnings.warn`` counts it, from the caller of this
+    function (1)."""
+    post = predict(model, X_rows, log=True, threads=threads)["posterior"]
     gap = float(np.max(np.abs(post - model.PI)))
     if gap < _COLLAPSE_TOL:
-        warnings.warn(f"{caller}: {COLLAPSED} (by at most {gap:.2g} on {rows.size} training rows): the model predicts "
-                      f"class {label_text(model.ynames[int(np.argmax(model.PI))])} everywhere. "
-                      f"{form.collapse_cause()}.", CollapseWarning, stacklevel=4)
+        warnings.warn(f"{caller}: {COLLAPSED} (by at most {gap:.2g} on {len(X_rows)} training rows): the model "
+                      f"predicts class {label_text(model.ynames[int(np.argmax(model.PI))])} everywhere. "
+                      f"{form.collapse_cause()}.", CollapseWarning, stacklevel=stacklevel + 1)
 
 
 # how the notes of a fit that left R's path, or collapsed, begin, for the command line to tell them from other notes
@@ -459,8 +466,10 @@ KEPT_START = "the optimisation failed"
 COLLAPSED = "every posterior is the class prior"
 
 
-def _warn_r_failure(obj: _Objective, levels: np.ndarray, caller: str) -> None:
-    """Say where R's OPNB would have stopped on this fit's path, and what it would have returned."""
+def warn_r_failure(obj: _Objective, levels: np.ndarray, caller: str, stacklevel: int = 3) -> None:
+    """Say where R's OPNB would have stopped on this fit's path, and what it
+    would have returned (``stacklevel``: the user's call, counted as
+    ``warnings.warn`` counts it, from the caller of this function (1))."""
     evaluation, where = obj.r_failed
     warnings.warn(f"{caller}: {R_WOULD_STOP}. At evaluation {evaluation} of L-BFGS-B a "
                   f"{'grid point' if obj.evaluator.nbin is not None else 'point'} lay {where.distance:.0f} "
@@ -469,7 +478,7 @@ def _warn_r_failure(obj: _Objective, levels: np.ndarray, caller: str) -> None:
                   f"{R_UNDERFLOW:.0f} bandwidths): R's optim then stops with an error, and R's OPNB keeps its start "
                   f"(objective {obj.first_value:.6g}) and warns \"Numerical errors occurred\". pyopnb's sums stay "
                   f"finite and the fit went on. Pass r_defects=True for R's result; or, as R advises, a larger lam",
-                  RDefectWarning, stacklevel=4)
+                  RDefectWarning, stacklevel=stacklevel + 1)
 
 
 def _optimise(obj: _Objective, V: np.ndarray, maxit: int, callback: Optional[Callback], form: Formulation,

@@ -19,10 +19,11 @@ import numpy as np
 from . import _threads, part_stats
 from ._validation import as_nbin, check_maxit, check_ndim, check_priors
 from .checkpoint import Checkpointed, fit_key
-from .fitting import Callback, _Objective, _optimise, final_projection
+from .fitting import Callback, _Objective, _optimise, final_projection, warn_r_failure
 from .formulation import RFormulation, Setup, _penalty
 from .labels import factor_levels
 from .parts import LocalRunner, PartSpec, PartsEvaluator, split
+from .r_failures import R_UNDERFLOW, RFailure
 
 __all__ = ["ProjectionFit", "fit_projection", "fit_projection_local"]
 
@@ -79,7 +80,8 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
                    n: int, d: int, counts: Sequence[int], levels: np.ndarray, *, ndim: Optional[int] = None,
                    lam: float = 1e-3, V0: Any = None, scale: bool = True, nbin: int = 1000, maxit: int = 100,
                    threads: int = 1, callback: Optional[Callback] = None, names: Optional[Tuple[str, ...]] = None,
-                   caller: str = "OPNB", checkpoint: Any = None, priors: Any = None) -> ProjectionFit:
+                   caller: str = "OPNB", checkpoint: Any = None, priors: Any = None, r_defects: bool = False,
+                   stacklevel: int = 2) -> ProjectionFit:
     """R's OPNB (its defaults, R's binned objective) on rows in parts.
 
     ``chain``: the parts' chained column sums over the raw rows
@@ -92,8 +94,13 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
     with the same bits (:mod:`pyopnb.checkpoint`). ``priors``: the class
     priors, as :func:`pyopnb.OPNB`'s (a mapping from label to prior, or one
     per class in the order of ``levels``; default the class proportions).
+    ``r_defects``: where R's gradient sums would not be finite at an
+    evaluated V, R's OPNB stops and keeps its start; True does so too, False
+    goes on and warns (:class:`pyopnb.RDefectWarning`), as
+    :func:`pyopnb.OPNB`. ``stacklevel``: the user's call, counted as
+    ``warnings.warn`` counts it, from this function (1).
     """
-    form = RFormulation(lam=lam, scale=scale)
+    form = RFormulation(lam=lam, scale=scale, r_defects=r_defects)
     K = len(levels)
     counts = np.asarray(counts, dtype=np.int64)
     if K < 2:
@@ -119,7 +126,8 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
     PI = counts / float(n) if given is None else given
     spec = PartSpec(h=form.bandwidths(np.empty((0, d)), np.empty(0), K, threads), PI=PI, counts=counts, n=n,
                     nbin=nbin_v, threads=threads)
-    evaluator: Any = PartsEvaluator(runner_for(mu, scales, spec), spec)
+    parts = PartsEvaluator(runner_for(mu, scales, spec), spec)
+    evaluator: Any = parts
     if checkpoint is not None:
         # the priors enter the key only where given: a record of a fit with the class proportions keeps its key
         key = fit_key(n, d, counts, np.asarray([str(v) for v in levels]), nbin_v, form.lam, form.scale, mu, scales,
@@ -127,11 +135,29 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
         evaluator = Checkpointed(evaluator, checkpoint, key)
     pen, dpen = _penalty(None, np.empty((0, d)), np.empty(0), d)
     st = Setup(mu, scales, None, evaluator, V, form.lam, pen, dpen)  # type: ignore[arg-type]
+    st.r_failure, st.r_defects = _r_failure(parts), form.r_defects
     obj = _Objective(st, d, nd)
     Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
+    if obj.r_failed is not None and not st.r_defects:
+        warn_r_failure(obj, levels, caller, stacklevel)
     Vm, h, fval = final_projection(st, obj, Vopt, form, spec.h, threads)
     return ProjectionFit(V=Vm, h=h, PI=PI, mu=mu, scales=scales, fval=fval, convergence=int(convergence),
                          levels=levels, lam=form.lam, nbin=nbin_v, n=n, counts=counts)
+
+
+def _r_failure(parts: PartsEvaluator) -> Callable[[np.ndarray], Optional[RFailure]]:
+    """RFormulation's check of where R's gradient fails, on the parts: V
+    whose columns cannot spread the rows past R's reach is passed at once
+    (each column's spread of the rows found in one pass, here)."""
+    spreads = parts.spreads()
+    reach = R_UNDERFLOW * float(np.min(parts.spec.h))
+
+    def r_failure(V: np.ndarray) -> Optional[RFailure]:
+        if np.all(np.abs(V).T @ spreads <= reach):
+            return None
+        return parts.r_failure(V)
+
+    return r_failure
 
 
 def fit_projection_local(X: Any, y: Any, bounds: Sequence[int], **kwargs: Any) -> ProjectionFit:
@@ -149,5 +175,6 @@ def fit_projection_local(X: Any, y: Any, bounds: Sequence[int], **kwargs: Any) -
         Xs = part_stats.standardised(Xa, mu, scales, threads)
         return LocalRunner(split(Xs, codes.astype(np.int32), spec, bounds))
 
+    kwargs.setdefault("stacklevel", 3)
     return fit_projection(part_stats.local_chain(pieces, threads), runner_for, n, d,
                           np.bincount(codes, minlength=levels.size), levels, **kwargs)

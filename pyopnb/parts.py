@@ -43,6 +43,7 @@ from ._core.grid import grid_axes
 from ._core.r_grid import RGridTables
 from .evaluation import GRID_EPS, greedy
 from .ksum import DEFAULT_BETA
+from .r_failures import R_UNDERFLOW, RFailure, farthest, r_cells, r_grid
 
 __all__ = ["BlockLayout", "PartSpec", "RowPart", "LocalRunner", "PartsEvaluator"]
 
@@ -172,6 +173,33 @@ class RowPart:
         return [add_blocks(self._kept[name], None if carry is None else carry[i], axis=1)
                 for i, name in enumerate(names)]
 
+    def spreads(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Each column's extremes over the part's rows."""
+        return self.X.min(axis=0), self.X.max(axis=0)
+
+    def r_extremes(self, V: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Z = X V for the part's rows (kept for :meth:`r_cells`), and per
+        column its extremes and whether it is finite: where R's gradient
+        fails (:mod:`pyopnb.r_failures`)."""
+        Va = np.ascontiguousarray(V, dtype=np.float64)
+        if self._Zt is not None and self._Zt.shape[0] != Va.shape[1]:
+            self._Zt = None
+        # into the evaluation's Z (one n-sized array a part): the next evaluation projects afresh
+        self._Zt = project.project(self.X, Va, self.spec.threads, out=self._Zt)
+        finite = np.all(np.isfinite(self._Zt), axis=1)
+        Z = np.where(finite[:, None], self._Zt, 0.0)
+        return Z.min(axis=1), Z.max(axis=1), finite
+
+    def r_cells(self, lo: np.ndarray, spacing: np.ndarray) -> np.ndarray:
+        """The cells of R's grids (lo, spacing per column) that hold a point
+        of each class, after :meth:`r_extremes`: bits [ndim, K, nbin], packed."""
+        assert self._Zt is not None
+        nbin, K = self.spec.nbin, self.spec.K
+        held = np.zeros((self._Zt.shape[0], K, nbin), dtype=bool)
+        for t in range(self._Zt.shape[0]):
+            held[t, self.y0, r_cells(self._Zt[t], lo[t], spacing[t], nbin)] = True
+        return np.packbits(held, axis=2)
+
     def subset(self, base: List[int], candidates: List[int]) -> np.ndarray:
         """Each block's partials of R's greedy order's values (after a value pass)."""
         return next(iter(self._tables.values())).part_subset_values(base, candidates, self.spec.PI)
@@ -286,6 +314,41 @@ class PartsEvaluator:
             return total / float(self.spec.n)
 
         return greedy(Va.shape[1], values)
+
+    def spreads(self) -> np.ndarray:
+        """Each column's spread (max - min) over the rows: one pass."""
+        ext = self.runner.call("spreads")
+        return np.maximum.reduce([e[1] for e in ext]) - np.minimum.reduce([e[0] for e in ext])
+
+    def r_failure(self, V: Any) -> Optional[RFailure]:
+        """Where R's gradient at V is not finite, or None: as
+        :func:`pyopnb.r_failures.r_gradient_failure` on the rows, from the
+        parts' extremes of Z = X V and the cells of R's grids that hold each
+        class's points (one more pass, only where Z spreads wider than R's
+        sums reach)."""
+        Va = np.ascontiguousarray(V, dtype=np.float64)
+        ext = self.runner.call("r_extremes", Va)
+        finite = np.logical_and.reduce([e[2] for e in ext])
+        zmin = np.minimum.reduce([e[0] for e in ext])
+        zmax = np.maximum.reduce([e[1] for e in ext])
+        spans = np.where(finite, zmax - zmin, np.inf)
+        h = np.asarray(self.spec.h, dtype=np.float64)
+        if np.all(spans <= R_UNDERFLOW * float(np.min(h))):
+            return None
+        if not np.all(finite):
+            return farthest(spans, h, lambda t, k: (np.zeros(0), np.zeros(0)))  # the first column not finite
+        nbin = self.spec.nbin
+        grids = [r_grid(a, b, nbin) for a, b in zip(zmin, zmax)]
+        lo, spacing = np.array([g[0] for g in grids]), np.array([g[1] for g in grids])
+        held = np.unpackbits(np.bitwise_or.reduce(self.runner.call("r_cells", lo, spacing)), axis=2,
+                             count=nbin).astype(bool)
+
+        def class_points(t: int, k: int) -> Tuple[np.ndarray, np.ndarray]:
+            where = lo[t] + spacing[t] * np.arange(nbin)
+            return where, where[held[t, k]]
+
+        worst = farthest(spans, h, class_points)
+        return worst if worst.distance > R_UNDERFLOW else None
 
     def value_and_grad(self, V: Any) -> Tuple[float, np.ndarray]:
         """l at V and dl/dV, (d, ndim)."""

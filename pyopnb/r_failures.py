@@ -19,11 +19,11 @@ jumped to thousands.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["R_UNDERFLOW", "RFailure", "r_farthest", "r_gradient_failure"]
+__all__ = ["R_UNDERFLOW", "RFailure", "farthest", "r_cells", "r_farthest", "r_gradient_failure", "r_grid"]
 
 # -log of half the smallest subnormal double: exp(-d) rounds to 0 beyond it
 R_UNDERFLOW = 745.1332191019411
@@ -51,6 +51,50 @@ class RFailure:
     distance: float
 
 
+def r_grid(zmin: float, zmax: float, nbin: int) -> Tuple[float, float]:
+    """R's binned grid over a column whose points span [zmin, zmax]: its
+    first point and spacing (the range widened by 1e-8 at each end)."""
+    lo, hi = zmin - _GRID_MARGIN, zmax + _GRID_MARGIN
+    return lo, (hi - lo) / (nbin - 1)
+
+
+def r_cells(z: np.ndarray, lo: float, spacing: float, nbin: int) -> np.ndarray:
+    """The cell of R's grid (lo, spacing) each point's weight goes to: the
+    grid point at or left of it."""
+    return np.minimum(np.floor((z - lo) / spacing).astype(np.int64), nbin - 1)
+
+
+def _reach(at: np.ndarray, where: np.ndarray) -> float:
+    """The farthest any of ``where`` lies from its nearest of ``at`` (sorted)."""
+    i = np.searchsorted(at, where)
+    left = np.where(i > 0, where - at[np.maximum(i - 1, 0)], np.inf)
+    right = np.where(i < at.size, at[np.minimum(i, at.size - 1)] - where, np.inf)
+    return float(np.max(np.minimum(left, right)))
+
+
+def farthest(spans: np.ndarray, h: np.ndarray, class_points: Callable[[int, int], Tuple[np.ndarray, np.ndarray]]
+             ) -> RFailure:
+    """The farthest a point lies from every point of one class, over the
+    columns: ``spans`` [ndim] each column's range of points (inf where one is
+    not finite), ``class_points(t, k)`` on column t the points that count
+    (the points, or every grid point) and class k's (sorted; none where the
+    class has no point)."""
+    worst = RFailure(0, 0, 0.0)
+    for t in range(spans.size):
+        if not np.isfinite(spans[t]):
+            return RFailure(t, 0, float("inf"))
+        if spans[t] <= worst.distance * float(h.min()):
+            continue  # no distance here passes the farthest yet
+        for k in range(h.size):
+            where, at = class_points(t, k)
+            if not at.size:
+                continue
+            far = _reach(at, where) / float(h[k])
+            if far > worst.distance:
+                worst = RFailure(t, k, far)
+    return worst
+
+
 def r_farthest(Z: np.ndarray, y0: np.ndarray, h: np.ndarray, nbin: Optional[int]) -> RFailure:
     """The farthest a point lies from every point of one class, on any column.
 
@@ -75,32 +119,18 @@ def r_farthest(Z: np.ndarray, y0: np.ndarray, h: np.ndarray, nbin: Optional[int]
     Z = np.asarray(Z, dtype=np.float64)
     y0 = np.asarray(y0)
     h = np.asarray(h, dtype=np.float64)
-    worst = RFailure(0, 0, 0.0)
-    for t in range(Z.shape[1]):
-        z = Z[:, t]
-        if not np.all(np.isfinite(z)):
-            return RFailure(t, 0, float("inf"))
-        if np.ptp(z) <= worst.distance * float(h.min()):
-            continue  # no distance here passes the farthest yet
+    finite = np.all(np.isfinite(Z), axis=0)
+    spans = np.where(finite, np.ptp(np.where(finite, Z, 0.0), axis=0), np.inf)
+
+    def class_points(t: int, k: int) -> Tuple[np.ndarray, np.ndarray]:
+        z, mine = Z[:, t], y0 == k
         if nbin is None:
-            where, bins = z, None
-        else:
-            lo, hi = z.min() - _GRID_MARGIN, z.max() + _GRID_MARGIN
-            spacing = (hi - lo) / (nbin - 1)
-            where = lo + spacing * np.arange(nbin)
-            bins = np.minimum(np.floor((z - lo) / spacing).astype(np.int64), nbin - 1)
-        for k in range(h.size):
-            mine = y0 == k
-            if not mine.any():
-                continue
-            at = np.sort(z[mine]) if bins is None else where[np.unique(bins[mine])]
-            i = np.searchsorted(at, where)
-            left = np.where(i > 0, where - at[np.maximum(i - 1, 0)], np.inf)
-            right = np.where(i < at.size, at[np.minimum(i, at.size - 1)] - where, np.inf)
-            far = float(np.max(np.minimum(left, right))) / float(h[k])
-            if far > worst.distance:
-                worst = RFailure(t, k, far)
-    return worst
+            return z, np.sort(z[mine])
+        lo, spacing = r_grid(z.min(), z.max(), nbin)
+        where = lo + spacing * np.arange(nbin)
+        return where, where[np.unique(r_cells(z[mine], lo, spacing, nbin))]
+
+    return farthest(spans, h, class_points)
 
 
 def r_gradient_failure(Z: np.ndarray, y0: np.ndarray, h: np.ndarray, nbin: Optional[int]) -> Optional[RFailure]:

@@ -392,3 +392,41 @@ def test_priors_are_the_single_machines_and_enter_the_checkpoint(client, tmp_pat
     with pytest.raises(ValueError, match="another fit"):
         pdk.fit_projection(X, y, ndim=2, priors=priors, client=client, checkpoint=path)
     assert path.read_bytes() == before
+
+
+def test_where_R_stops_and_a_collapse_are_said_as_on_one_machine(client):
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from sklearn.datasets import make_classification
+
+    from pyopnb.fitting import COLLAPSED
+    from pyopnb.validation.fixtures import load
+
+    # HouseVotes84, R's fold 8 at lam 4e-4 (test_r_failures): R's gradient fails on the path
+    v = load("r_failures")["house_votes"]
+    train = np.concatenate([f for i, f in enumerate(v["folds"]) if i != 7])
+    X, y = np.asarray(v["X"], dtype=float)[train], pd.Series(np.asarray(v["y"], dtype=str)[train])
+    Xd, yd = da.from_array(X, chunks=(100, -1)), dd.from_pandas(y, npartitions=2)
+    with pytest.warns(pyopnb.RDefectWarning, match="R's OPNB 1.0 would not end here") as rec:
+        g = pdk.OPNB(Xd, yd, lam=4e-4, client=client)
+    assert [w.filename for w in rec if w.category is pyopnb.RDefectWarning] == [__file__]
+    with pytest.warns(pyopnb.RDefectWarning):
+        m = pyopnb.OPNB(X, y, lam=4e-4)
+    assert np.array_equal(g.V, m.V) and g.fval == m.fval
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        kept = pdk.OPNB(Xd, yd, lam=4e-4, r_defects=True, client=client)
+    assert not any(issubclass(w.category, pyopnb.RDefectWarning) for w in rec)
+    assert any("keeps the start projection" in str(w.message) for w in rec)
+    assert np.array_equal(kept.V, pyopnb.OPNB(X, y, lam=4e-4, r_defects=True).V)
+    # a penalty that shrinks V to nothing: every posterior the prior, said as pyopnb.OPNB says it
+    Xc, yc = make_classification(n_samples=3000, n_features=10, n_informative=5, n_classes=5, random_state=0)
+    with pytest.warns(pyopnb.CollapseWarning, match="lam = 1 dominates the likelihood") as rec:
+        pdk.OPNB(da.from_array(Xc, chunks=(1000, -1)), da.from_array(yc, chunks=1000), lam=1.0, ndim=2,
+                 client=client)
+    said = [w for w in rec if w.category is pyopnb.CollapseWarning]
+    assert len(said) == 1 and str(said[0].message).startswith(f"pyopnb.dask.OPNB: {COLLAPSED}")
+    assert said[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pyopnb.CollapseWarning)
+        pdk.OPNB(da.from_array(Xc, chunks=(1000, -1)), da.from_array(yc, chunks=1000), ndim=2, client=client)

@@ -186,3 +186,56 @@ def test_the_greedy_order_in_parts_is_the_single_machines():
             total = total + partial
         assert np.array_equal(total / n, one)
         assert P.order_columns(V) == E.order_columns(V)
+
+
+def test_where_Rs_gradient_fails_is_found_from_the_parts():
+    """PartsEvaluator.r_failure is r_gradient_failure on the rows, for every
+    split: none, a grid point past the reach of a class, a non-finite Z."""
+    from pyopnb._core import project
+    from pyopnb.r_failures import r_gradient_failure
+
+    n = 140000
+    X, y, h, PI, rng = _problem(n)
+    # a class far out on column 0: its grid points lie thousands of bandwidths from the other classes' points
+    X[y == 2, 0] += 40.0
+    B = BlockLayout(n).block_len
+    for V in (0.01 * rng.normal(size=(5, 2)), np.array([[100.0, 0.0], [0.0, 1.0], [0, 0], [0, 0], [0, 0]]),
+              np.array([[0.0, 1.0], [1.0, 0.0], [0, 0], [0, 0], [0, 0]]) * 80.0,
+              np.array([[np.inf], [0.0], [0], [0], [0]])):
+        with np.errstate(invalid="ignore"):
+            want = r_gradient_failure(project.project(X, V, 1).T, y, h, 300)
+        for bounds in ([0, n], [0, B, n], [0, B, 2 * B, n]):
+            with np.errstate(invalid="ignore"):
+                got = _parts(X, y, h, PI, 300, bounds).r_failure(V)
+            assert got == want, (V, bounds)
+    assert want is not None and want.distance == np.inf
+    far = _parts(X, y, h, PI, 300, [0, n]).r_failure(np.array([[100.0, 0.0], [0.0, 1.0], [0, 0], [0, 0], [0, 0]]))
+    assert far is not None and far.column == 0 and far.distance > 745
+
+
+def test_a_fit_in_parts_that_R_stops_warns_and_keeps_Rs_start_with_r_defects():
+    # HouseVotes84, R's fold 8 at lam 4e-4 (test_r_failures): R's gradient fails on the path
+    import warnings
+
+    import pyopnb
+    from pyopnb.part_fit import fit_projection_local
+    from pyopnb.validation.fixtures import load
+
+    v = load("r_failures")["house_votes"]
+    X, y = np.asarray(v["X"], dtype=float), np.asarray(v["y"], dtype=object)
+    train = np.concatenate([f for i, f in enumerate(v["folds"]) if i != 7])
+    X, y = X[train], y[train]
+    with pytest.warns(pyopnb.RDefectWarning, match="R's OPNB 1.0 would not end here") as rec:
+        f = fit_projection_local(X, y, [0, X.shape[0]], lam=4e-4)
+    assert rec[0].filename == __file__  # said at the user's call
+    with pytest.warns(pyopnb.RDefectWarning):
+        m = pyopnb.OPNB(X, y, lam=4e-4)
+    assert np.array_equal(f.V, m.V) and f.fval == m.fval
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        kept = fit_projection_local(X, y, [0, X.shape[0]], lam=4e-4, r_defects=True)
+        ref = pyopnb.OPNB(X, y, lam=4e-4, r_defects=True)
+    assert not any(issubclass(w.category, pyopnb.RDefectWarning) for w in rec)
+    assert any("keeps the start projection, as R's OPNB does" in str(w.message) for w in rec)
+    assert np.array_equal(kept.V, ref.V) and kept.fval == ref.fval
+    assert abs(kept.fval - v["fold8_lam4e-4_fval"]) <= 1e-12 * abs(v["fold8_lam4e-4_fval"])

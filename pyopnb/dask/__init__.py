@@ -24,6 +24,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 from .. import _threads, part_stats
 from ..grid_model import ClassGridBins, GridModel, from_parts
+from ..fitting import collapse_rows, warn_if_collapsed
+from ..formulation import RFormulation
 from .._validation import _ROW_NAMES_ANY, _ROW_NAMES_FIRST, _frame, _refuse_r_row_names, check_aligned, check_ndim
 from ..labels import factor_levels
 from ..model import _predictable, predict_arrays, projection
@@ -228,7 +230,7 @@ def _check_finite(X: np.ndarray) -> np.ndarray:
 def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any = None,
                    scale: bool = True, nbin: int = 1000, *, maxit: int = 100, client: Optional[Any] = None,
                    threads: int = 1, callback: Optional[Any] = None, progress: bool = False,
-                   checkpoint: Any = None, priors: Any = None) -> ProjectionFit:
+                   checkpoint: Any = None, priors: Any = None, r_defects: bool = False) -> ProjectionFit:
     """Fit R's OPNB projection on a Dask cluster, the single machine's bits.
 
     :func:`pyopnb.OPNB`'s V, bandwidths, priors, scaling and fval on the
@@ -282,6 +284,14 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
         The class priors, as :func:`pyopnb.OPNB`'s: a mapping from label to
         prior naming every class, or one per class in the order of y's
         levels; default the class proportions n_k / n.
+    r_defects : bool, default False
+        Where R's gradient sums would not be finite at an evaluated V (a
+        grid point past about 745 bandwidths from every point of a class:
+        :mod:`pyopnb.r_failures`), R's OPNB stops and keeps its start V.
+        pyopnb's sums stay finite: by default the fit goes on and warns
+        (:class:`pyopnb.RDefectWarning`); True keeps the start, as R does.
+        As :func:`pyopnb.OPNB`'s; the check costs one more pass an
+        evaluation, only where V spreads the rows that far.
 
     Returns
     -------
@@ -290,13 +300,13 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
     """
     return _fit(X, y, None, ndim=ndim, lam=lam, V0=V0, scale=scale, nbin=nbin, maxit=maxit, client=client,
                 threads=threads, callback=callback, progress=progress, checkpoint=checkpoint, priors=priors,
-                caller="pyopnb.dask.fit_projection")[0]
+                r_defects=r_defects, caller="pyopnb.dask.fit_projection")[0]
 
 
 def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any = None, scale: bool = True,
          nbin: int = 1000, *, grid_nbin: Optional[int] = None, maxit: int = 100, client: Optional[Any] = None,
          threads: int = 1, callback: Optional[Any] = None, progress: bool = False,
-         checkpoint: Any = None, priors: Any = None) -> GridModel:
+         checkpoint: Any = None, priors: Any = None, r_defects: bool = False) -> GridModel:
     """R's OPNB on a Dask cluster: the model without its training rows.
 
     The fit is :func:`fit_projection`'s (:func:`pyopnb.OPNB`'s V, h, PI,
@@ -310,9 +320,11 @@ def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any 
 
     Parameters
     ----------
-    X, y, ndim, lam, V0, scale, nbin, maxit, client, threads, callback, progress, checkpoint, priors
+    X, y, ndim, lam, V0, scale, nbin, maxit, client, threads, callback, progress, checkpoint, priors, r_defects
         As :func:`fit_projection`'s; the priors are the model's too, in
-        its predictions. y may be a dask categorical Series
+        its predictions. As :func:`pyopnb.OPNB`, a model whose posteriors
+        are the priors on 1000 training rows spread evenly (it predicts one
+        class everywhere) is said so (:class:`pyopnb.CollapseWarning`). y may be a dask categorical Series
         of known categories: its category order is the level order, as
         an R factor's is.
     grid_nbin : int, optional
@@ -335,15 +347,16 @@ def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any 
     """
     fit, model = _fit(X, y, nbin if grid_nbin is None else grid_nbin, ndim=ndim, lam=lam, V0=V0, scale=scale,
                       nbin=nbin, maxit=maxit, client=client, threads=threads, callback=callback,
-                      progress=progress, checkpoint=checkpoint, priors=priors, caller="pyopnb.dask.OPNB")
+                      progress=progress, checkpoint=checkpoint, priors=priors, r_defects=r_defects,
+                      caller="pyopnb.dask.OPNB")
     assert model is not None
     return model
 
 
 def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: float, V0: Any, scale: bool,
          nbin: Optional[int], maxit: int, client: Optional[Any], threads: int, callback: Optional[Any],
-         progress: bool, caller: str, checkpoint: Any = None,
-         priors: Any = None) -> Tuple[ProjectionFit, Optional[GridModel]]:
+         progress: bool, caller: str, checkpoint: Any = None, priors: Any = None,
+         r_defects: bool = False) -> Tuple[ProjectionFit, Optional[GridModel]]:
     """The fit, and with grid_nbin its model of class grids."""
     if nbin is None:
         raise ValueError("pyopnb.dask fits sum on grids: exact sums (nbin=None) need a sort of all rows at every "
@@ -388,7 +401,8 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: 
         try:
             fit = _fit_projection(chain, runner_for, n, d, counts, levels, ndim=ndim, lam=lam, V0=V0,
                                   scale=scale, nbin=nbin, maxit=maxit, threads=thr, callback=callback,
-                                  names=names, caller=caller, checkpoint=checkpoint, priors=priors)
+                                  names=names, caller=caller, checkpoint=checkpoint, priors=priors,
+                                  r_defects=r_defects, stacklevel=4)
         finally:
             for r in runners:
                 r.close()
@@ -399,7 +413,11 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: 
         fields = dict(V=fit.V, PI=fit.PI, h=fit.h, nc=int(levels.size), mu=fit.mu, scales=fit.scales,
                       ynames=levels, lam=fit.lam, fval=fit.fval, feature_names=names,
                       convergence=fit.convergence, unused_levels=trailing)
-        return fit, from_parts(fields, lo, delta, W, counts)
+        model = from_parts(fields, lo, delta, W, counts)
+        rows = collapse_rows(n)
+        warn_if_collapsed(model, np.asarray(cl.compute(Xc[rows]).result()), RFormulation(lam=lam, scale=scale), thr,
+                          caller)
+        return fit, model
     finally:
         if cluster is not None:
             cl.close()

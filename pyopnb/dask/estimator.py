@@ -43,6 +43,10 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         sorted labels, or a categorical's own order), or a mapping from
         label to prior; default the class proportions. The fit's
         likelihood and every prediction use them.
+    r_defects : bool, default False
+        Where R's gradient sums would not be finite, keep the start as R's
+        OPNB does (True), or go on and warn (False), as in
+        :func:`pyopnb.OPNB`.
 
     Attributes
     ----------
@@ -60,7 +64,8 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, ndim: Optional[int] = None, lam: float = 1e-3, nbin: int = 1000, scale: bool = True,
-                 grid_nbin: Optional[int] = None, maxit: int = 100, threads: int = 1, priors: Any = None):
+                 grid_nbin: Optional[int] = None, maxit: int = 100, threads: int = 1, priors: Any = None,
+                 r_defects: bool = False):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -69,6 +74,7 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         self.maxit = maxit
         self.threads = threads
         self.priors = priors
+        self.r_defects = r_defects
 
     def fit(self, X: Any, y: Any) -> "DaskOPNBClassifier":
         """Fit the projection and the class grids on the cluster.
@@ -88,7 +94,8 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         from . import OPNB
 
         self.model_ = OPNB(X, y, ndim=self.ndim, lam=self.lam, nbin=self.nbin, scale=self.scale,
-                           grid_nbin=self.grid_nbin, maxit=self.maxit, threads=self.threads, priors=self.priors)
+                           grid_nbin=self.grid_nbin, maxit=self.maxit, threads=self.threads, priors=self.priors,
+                           r_defects=self.r_defects)
         self.classes_ = np.asarray(self.model_.ynames)
         self.n_features_in_ = int(self.model_.V.shape[0])
         if self.model_.feature_names is not None:
