@@ -192,7 +192,8 @@ class RowPart:
 
     def r_cells(self, lo: np.ndarray, spacing: np.ndarray) -> np.ndarray:
         """The cells of R's grids (lo, spacing per column) that hold a point
-        of each class, after :meth:`r_extremes`: bits [ndim, K, nbin], packed."""
+        of each class, after :meth:`r_extremes` or an evaluation's passes
+        (the Z they made): bits [ndim, K, nbin], packed."""
         assert self._Zt is not None
         nbin, K = self.spec.nbin, self.spec.K
         held = np.zeros((self._Zt.shape[0], K, nbin), dtype=bool)
@@ -248,6 +249,10 @@ def add_blocks(blocks: np.ndarray, carry: Optional[np.ndarray] = None, axis: int
     return total
 
 
+# below this, a sum of products can reach no infinity
+_NO_OVERFLOW = 1e300
+
+
 class PartsEvaluator:
     """R's binned objective l(V) and its gradient, as
     :class:`pyopnb.evaluation.Evaluator` over ``r_grid`` computes them, with
@@ -262,6 +267,8 @@ class PartsEvaluator:
         self.nbin: Optional[int] = spec.nbin
         self.threads = self.most_threads = spec.threads
         self._grid: Dict[int, RGridTables] = {}
+        self._projected: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+        self._largest: Optional[np.ndarray] = None  # each column's largest |x| (spreads)
 
     def use_threads(self, count: int) -> None:
         """The parts keep their threads: a distributed pass's pace is its
@@ -279,8 +286,10 @@ class PartsEvaluator:
             raise ValueError(f"V must be a matrix of at least one column, got shape {Va.shape}")
         grid = self._grid_side(Va.shape[1])
         ext = self.runner.call("extremes", Va)
-        lo, delta = grid_axes(_in_order([e[0] for e in ext], 1), _in_order([e[1] for e in ext], 1),
-                              GRID_EPS, self.spec.nbin)
+        zmin, zmax = _in_order([e[0] for e in ext], 1), _in_order([e[1] for e in ext], 1)
+        # the parts keep this V's Z until the next evaluation: r_failure at V reads it
+        self._projected = (Va.copy(), zmin.min(axis=1), zmax.max(axis=1))
+        lo, delta = grid_axes(zmin, zmax, GRID_EPS, self.spec.nbin)
         marks = self.runner.call("bin", lo, delta)
         # each part's blocks added onto the parts' before it: one array a part crosses the network, not a block
         lin, simple = self.runner.fold(("lin", "simple"))
@@ -318,19 +327,29 @@ class PartsEvaluator:
     def spreads(self) -> np.ndarray:
         """Each column's spread (max - min) over the rows: one pass."""
         ext = self.runner.call("spreads")
-        return np.maximum.reduce([e[1] for e in ext]) - np.minimum.reduce([e[0] for e in ext])
+        lo, hi = np.minimum.reduce([e[0] for e in ext]), np.maximum.reduce([e[1] for e in ext])
+        self._largest = np.maximum(np.abs(lo), np.abs(hi))
+        return hi - lo
 
     def r_failure(self, V: Any) -> Optional[RFailure]:
         """Where R's gradient at V is not finite, or None: as
         :func:`pyopnb.r_failures.r_gradient_failure` on the rows, from the
         parts' extremes of Z = X V and the cells of R's grids that hold each
         class's points (one more pass, only where Z spreads wider than R's
-        sums reach)."""
+        sums reach; the evaluation's own extremes and Z serve where V is the
+        last evaluated)."""
         Va = np.ascontiguousarray(V, dtype=np.float64)
-        ext = self.runner.call("r_extremes", Va)
-        finite = np.logical_and.reduce([e[2] for e in ext])
-        zmin = np.minimum.reduce([e[0] for e in ext])
-        zmax = np.maximum.reduce([e[1] for e in ext])
+        last = self._projected
+        # the extremes say Z is finite only where no sum can overflow (inf - inf would be NaN between them)
+        if (last is not None and self._largest is not None and np.array_equal(last[0], Va)
+                and np.all(np.abs(Va).T @ self._largest < _NO_OVERFLOW)):
+            zmin, zmax = last[1], last[2]
+            finite = np.ones(zmin.size, dtype=bool)
+        else:
+            ext = self.runner.call("r_extremes", Va)
+            finite = np.logical_and.reduce([e[2] for e in ext])
+            zmin = np.minimum.reduce([e[0] for e in ext])
+            zmax = np.maximum.reduce([e[1] for e in ext])
         spans = np.where(finite, zmax - zmin, np.inf)
         h = np.asarray(self.spec.h, dtype=np.float64)
         if np.all(spans <= R_UNDERFLOW * float(np.min(h))):

@@ -208,6 +208,14 @@ def test_where_Rs_gradient_fails_is_found_from_the_parts():
             with np.errstate(invalid="ignore"):
                 got = _parts(X, y, h, PI, 300, bounds).r_failure(V)
             assert got == want, (V, bounds)
+            if np.all(np.isfinite(V)):
+                # after an evaluation at V, its own extremes and Z serve: no pass projects again
+                P = _parts(X, y, h, PI, 300, bounds)
+                P.spreads()
+                P.value_and_grad(V)
+                called, call = [], P.runner.call
+                P.runner.call = lambda method, *args: called.append(method) or call(method, *args)
+                assert P.r_failure(V) == want and "r_extremes" not in called, (V, bounds)
     assert want is not None and want.distance == np.inf
     far = _parts(X, y, h, PI, 300, [0, n]).r_failure(np.array([[100.0, 0.0], [0.0, 1.0], [0, 0], [0, 0], [0, 0]]))
     assert far is not None and far.column == 0 and far.distance > 745
