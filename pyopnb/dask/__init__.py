@@ -409,14 +409,12 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: 
             held.clear()
         if grid_nbin is None:
             return fit, None
-        lo, delta, W = _class_grids(cl, Xc, yp, fit, int(grid_nbin), thr)
+        lo, delta, W, X_rows = _class_grids(cl, Xc, yp, fit, int(grid_nbin), thr, collapse_rows(n))
         fields = dict(V=fit.V, PI=fit.PI, h=fit.h, nc=int(levels.size), mu=fit.mu, scales=fit.scales,
                       ynames=levels, lam=fit.lam, fval=fit.fval, feature_names=names,
                       convergence=fit.convergence, unused_levels=trailing)
         model = from_parts(fields, lo, delta, W, counts)
-        rows = collapse_rows(n)
-        warn_if_collapsed(model, np.asarray(cl.compute(Xc[rows]).result()), RFormulation(lam=lam, scale=scale), thr,
-                          caller)
+        warn_if_collapsed(model, X_rows, RFormulation(lam=lam, scale=scale), thr, caller)
         return fit, model
     finally:
         if cluster is not None:
@@ -443,13 +441,16 @@ class _Progress:
         return None if self.callback is None else self.callback(iteration, fval, gnorm)
 
 
-def _class_grids(cl: Any, Xc: Any, yp: Any, fit: ProjectionFit, nbin: int,
-                 threads: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _class_grids(cl: Any, Xc: Any, yp: Any, fit: ProjectionFit, nbin: int, threads: int,
+                 rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The final projections' class grids (lo, delta, W), two passes over
-    the raw rows' chunks (read again from X's graph), a task a chunk."""
+    the raw rows' chunks (read again from X's graph, once), a task a chunk,
+    and the raw rows ``rows`` [len(rows), d] from the same read."""
     bins = ClassGridBins(fit.counts, nbin, threads)
-    Z = cl.persist(Xc.map_blocks(projection, fit.mu, fit.V, threads, dtype=np.float64,
-                                 chunks=(Xc.chunks[0], (fit.V.shape[1],))))
+    Z, picked = cl.persist([Xc.map_blocks(projection, fit.mu, fit.V, threads, dtype=np.float64,
+                                          chunks=(Xc.chunks[0], (fit.V.shape[1],))), Xc[rows]])
+    X_rows = np.asarray(cl.compute(picked).result())
+    del picked
     try:
         z_of = {f.key: f for f in distributed.futures_of(Z)}
         y_of = {f.key: f for f in distributed.futures_of(yp)}
@@ -457,7 +458,7 @@ def _class_grids(cl: Any, Xc: Any, yp: Any, fit: ProjectionFit, nbin: int,
         ext = cl.gather([cl.submit(bins.extremes, z, yy, pure=False) for z, yy in pairs])
         lo, delta = bins.axes(np.concatenate([e[0] for e in ext], axis=1), np.concatenate([e[1] for e in ext], axis=1))
         part_lin = cl.gather([cl.submit(bins.bin, z, yy, lo, delta, pure=False) for z, yy in pairs])
-        return lo, delta, bins.merge(np.concatenate(part_lin, axis=1))
+        return lo, delta, bins.merge(np.concatenate(part_lin, axis=1)), X_rows
     finally:
         del Z
 
