@@ -346,16 +346,20 @@ class PartsEvaluator:
             zmin, zmax = last[1], last[2]
             finite = np.ones(zmin.size, dtype=bool)
         else:
+            # the parts' Z becomes this V's: the last evaluation's no longer serves
+            self._projected = None
             ext = self.runner.call("r_extremes", Va)
             finite = np.logical_and.reduce([e[2] for e in ext])
             zmin = np.minimum.reduce([e[0] for e in ext])
             zmax = np.maximum.reduce([e[1] for e in ext])
-        spans = np.where(finite, zmax - zmin, np.inf)
+        with np.errstate(over="ignore"):
+            spans = zmax - zmin
         h = np.asarray(self.spec.h, dtype=np.float64)
-        if np.all(spans <= R_UNDERFLOW * float(np.min(h))):
+        if np.all(finite) and np.all(spans <= R_UNDERFLOW * float(np.min(h))):
             return None
         if not np.all(finite):
-            return farthest(spans, h, lambda t, k: (np.zeros(0), np.zeros(0)))  # the first column not finite
+            t = int(np.argmin(finite))
+            return RFailure(t, 0, float("inf"))  # as farthest says the first column not finite
         nbin = self.spec.nbin
         grids = [r_grid(a, b, nbin) for a, b in zip(zmin, zmax)]
         lo, spacing = np.array([g[0] for g in grids]), np.array([g[1] for g in grids])
@@ -366,7 +370,7 @@ class PartsEvaluator:
             where = lo[t] + spacing[t] * np.arange(nbin)
             return where, where[held[t, k]]
 
-        worst = farthest(spans, h, class_points)
+        worst = farthest(spans, finite, h, class_points)
         return worst if worst.distance > R_UNDERFLOW else None
 
     def value_and_grad(self, V: Any) -> Tuple[float, np.ndarray]:

@@ -72,16 +72,17 @@ def _reach(at: np.ndarray, where: np.ndarray) -> float:
     return float(np.max(np.minimum(left, right)))
 
 
-def farthest(spans: np.ndarray, h: np.ndarray, class_points: Callable[[int, int], Tuple[np.ndarray, np.ndarray]]
-             ) -> RFailure:
+def farthest(spans: np.ndarray, finite: np.ndarray, h: np.ndarray,
+             class_points: Callable[[int, int], Tuple[np.ndarray, np.ndarray]]) -> RFailure:
     """The farthest a point lies from every point of one class, over the
-    columns: ``spans`` [ndim] each column's range of points (inf where one is
-    not finite), ``class_points(t, k)`` on column t the points that count
-    (the points, or every grid point) and class k's (sorted; none where the
-    class has no point)."""
+    columns: ``spans`` [ndim] each column's range of points, ``finite``
+    whether its points are, ``class_points(t, k)`` on column t the points
+    that count (the points, or every grid point) and class k's (sorted;
+    none where the class has no point). The first column not finite is
+    infinitely far."""
     worst = RFailure(0, 0, 0.0)
     for t in range(spans.size):
-        if not np.isfinite(spans[t]):
+        if not finite[t]:
             return RFailure(t, 0, float("inf"))
         if spans[t] <= worst.distance * float(h.min()):
             continue  # no distance here passes the farthest yet
@@ -120,7 +121,8 @@ def r_farthest(Z: np.ndarray, y0: np.ndarray, h: np.ndarray, nbin: Optional[int]
     y0 = np.asarray(y0)
     h = np.asarray(h, dtype=np.float64)
     finite = np.all(np.isfinite(Z), axis=0)
-    spans = np.where(finite, np.ptp(np.where(finite, Z, 0.0), axis=0), np.inf)
+    with np.errstate(over="ignore"):
+        spans = np.ptp(np.where(finite, Z, 0.0), axis=0)
 
     def class_points(t: int, k: int) -> Tuple[np.ndarray, np.ndarray]:
         z, mine = Z[:, t], y0 == k
@@ -130,7 +132,7 @@ def r_farthest(Z: np.ndarray, y0: np.ndarray, h: np.ndarray, nbin: Optional[int]
         where = lo + spacing * np.arange(nbin)
         return where, where[np.unique(r_cells(z[mine], lo, spacing, nbin))]
 
-    return farthest(spans, h, class_points)
+    return farthest(spans, finite, h, class_points)
 
 
 def r_gradient_failure(Z: np.ndarray, y0: np.ndarray, h: np.ndarray, nbin: Optional[int]) -> Optional[RFailure]:
