@@ -1,4 +1,4 @@
-"""R's binned objective over the rows in parts: the same bits as one machine.
+"""The binned objectives over the rows in parts: the same bits as one machine.
 
 Every sum over the points goes by the fixed blocks of rows of
 ``_core/blocks.h``: each block summed in row order from zero, the blocks'
@@ -8,7 +8,7 @@ side that merges them (the *grid side*: a machine holding no rows) adds
 them in block order and gets the bits of the whole data on one machine,
 whatever the split of the blocks into parts and wherever each part runs.
 
-One evaluation of l(V) and its gradient makes four passes over the parts,
+One evaluation of l(V) and its gradient makes these passes over the parts,
 each a call on every part (:class:`RowPart`) and a merge on the grid side
 (:class:`PartsEvaluator`):
 
@@ -20,12 +20,20 @@ each a call on every part (:class:`RowPart`) and a merge on the grid side
    sum of the parts before it (so one array a part, not a block, goes to
    the grid side); the grid side makes the tables (kernel sums on the
    grids).
-3. ``value``: the part's points' terms, summed per block, and their c
-   weights (the gradient's), binned per block and folded as in 2; the grid
-   side adds the sums in block order (l) and sums the c weights at the grid
-   points.
-4. ``finish``: the part's dZ and its blocks' partials of t(X) dZ; the grid
-   side adds them in block order (dl/dV).
+3. ``value``: the part's points' terms, summed per block, and their
+   gradient weights, binned per block and folded as in 2; the grid side
+   adds the sums in block order (l) and sums the weights on the grids.
+4. The objective's own (:class:`PartObjective`):
+
+   - R's (:data:`R_GRID`): ``finish``, the part's dZ from the grid side's
+     sums (D_c) and its blocks' partials of t(X) dZ.
+   - The journal's (:data:`JOURNAL_GRID`): ``sample``, the part's
+     sample-point terms and each block's edge (its shares of the grid's
+     motion and its extremes of z); the grid side adds the edges in block
+     order and finds the first block at each extreme; then ``finish``, the
+     motion added at the points there, and the partials of t(X) dZ.
+
+   The grid side adds the partials in block order (dl/dV).
 
 The grid side holds the grids, tables and L-BFGS-B's state, nothing of
 size n. A *runner* carries the calls to the parts: :class:`LocalRunner`
@@ -40,12 +48,14 @@ import numpy as np
 
 from ._core import linalg, project
 from ._core.grid import grid_axes
+from ._core.interp_grid import InterpGridTables
 from ._core.r_grid import RGridTables
-from .evaluation import GRID_EPS, greedy
+from .evaluation import GRID_EPS, NormalisedEvaluator, greedy
 from .ksum import DEFAULT_BETA
 from .r_failures import R_UNDERFLOW, RFailure, farthest, r_cells, r_grid
 
-__all__ = ["BlockLayout", "PartSpec", "RowPart", "LocalRunner", "PartsEvaluator"]
+__all__ = ["BlockLayout", "PartObjective", "R_GRID", "JOURNAL_GRID", "PartSpec", "RowPart", "LocalRunner",
+           "PartsEvaluator", "NormalisedPartsEvaluator"]
 
 
 @dataclass(frozen=True)
@@ -86,11 +96,118 @@ class BlockLayout:
         return [self.block_of(b) for b in bl]
 
 
+class PartObjective:
+    """A binned objective as the parts and the grid side compute it: the
+    compiled tables each side holds, and the passes of its gradient after
+    the value's (:meth:`gradient`). One instance per objective
+    (:data:`R_GRID`, :data:`JOURNAL_GRID`), chosen once, in the
+    :class:`PartSpec`."""
+
+    name = ""
+    tables_class: Any = None
+    # the grid weights the bin pass keeps (RowPart.bin), folded for the grid side's merge_parts
+    binned: Tuple[str, ...] = ("lin",)
+
+    def tables(self, spec: "PartSpec", ndim: int, y0: np.ndarray, nblk: int, gradient: bool = True) -> Any:
+        """The tables for ndim columns over the points y0 (none: the grid
+        side); ``gradient=False``: the value's alone."""
+        return self.tables_class(ndim, y0, spec.K, spec.h, spec.nbin, GRID_EPS, DEFAULT_BETA, gradient,
+                                 spec.threads, None, spec.part(nblk))
+
+    def gradient(self, runner: Any, grid: Any) -> np.ndarray:
+        """The blocks' partials of t(X) dZ in block order, after a value
+        pass with the gradient: the parts' passes and the grid side's merges."""
+        raise NotImplementedError
+
+    def finish(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
+        """A part's n dl/dZ' from the grid side's last merge (the part's
+        blocks starting at the problem's block ``first_block``)."""
+        raise NotImplementedError
+
+    def subset_values(self, evaluator: "PartsEvaluator", W: np.ndarray) -> Any:
+        """R's greedy order's ``values(chosen, remaining)`` at directions W."""
+        raise NotImplementedError
+
+    def evaluator(self, runner: Any, spec: "PartSpec") -> "PartsEvaluator":
+        """The grid side of the objective over the parts ``runner`` calls."""
+        return PartsEvaluator(runner, spec)
+
+    def __reduce__(self) -> Any:
+        # one instance per objective, on the workers too
+        return (_objective, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"pyopnb.parts.{self.name}"
+
+
+class _RGridOnParts(PartObjective):
+    """R's binned objective: the parts' c weights summed on the grid (D_c), then each part's dZ and t(X) dZ."""
+
+    name = "R_GRID"
+    tables_class = RGridTables
+    binned = ("lin", "simple")
+
+    def gradient(self, runner: Any, grid: Any) -> np.ndarray:
+        D_c = grid.merge_gradient(runner.fold(("grad",))[0][:, None])
+        return _in_order(runner.call("finish", D_c), 0)
+
+    def finish(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
+        return tables.part_gradient_finish(merged)
+
+    def subset_values(self, evaluator: "PartsEvaluator", W: np.ndarray) -> Any:
+        # each step's values from the parts' tables at W, added in block order
+        evaluator._at(W, False)
+
+        def values(chosen: List[int], remaining: List[int]) -> np.ndarray:
+            total = np.zeros(len(remaining))
+            for partial in _in_order(evaluator.runner.call("subset", chosen, remaining), 0):
+                total = total + partial
+            return total / float(evaluator.spec.n)
+
+        return values
+
+
+class _JournalGridOnParts(PartObjective):
+    """The journal's binned objective: the parts' a weights summed on the
+    grid (Phi), the parts' sample-point terms and each block's edge, the
+    grid's motion from the edges in block order, then each part's dZ (the
+    motion at its points at z's extremes) and t(X) dZ."""
+
+    name = "JOURNAL_GRID"
+    tables_class = InterpGridTables
+
+    def gradient(self, runner: Any, grid: Any) -> np.ndarray:
+        Phi = grid.merge_gradient(runner.fold(("grad",))[0][:, None])
+        motion = grid.merge_motion(_in_order(runner.call("sample", Phi), 1))
+        return _in_order(runner.call("finish", motion), 0)
+
+    def finish(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
+        return tables.part_motion(merged, first_block)
+
+    def subset_values(self, evaluator: "PartsEvaluator", W: np.ndarray) -> Any:
+        # as CoreEvaluator.subset_values: each subset of W's columns evaluated afresh
+        return lambda chosen, remaining: [evaluator._at(np.ascontiguousarray(W[:, chosen + [j]]), False)[0]
+                                          for j in remaining]
+
+    def evaluator(self, runner: Any, spec: "PartSpec") -> "PartsEvaluator":
+        return NormalisedPartsEvaluator(runner, spec)
+
+
+#: R's binned objective (f_NB_cpp's value, df_NB_cpp's gradient) over parts
+R_GRID: PartObjective = _RGridOnParts()
+#: the journal's binned objective over parts: l at V's unit columns, log densities interpolated on the grids
+JOURNAL_GRID: PartObjective = _JournalGridOnParts()
+
+
+def _objective(name: str) -> PartObjective:
+    return {o.name: o for o in (R_GRID, JOURNAL_GRID)}[name]
+
+
 @dataclass(frozen=True)
 class PartSpec:
     """What every part of one problem shares: its classes' bandwidths h and
     priors PI [K], counts n_k [K] of the whole data, its total n, its bins
-    per column and the threads of each part's passes."""
+    per column, the threads of each part's passes and the objective."""
 
     h: np.ndarray
     PI: np.ndarray
@@ -98,6 +215,7 @@ class PartSpec:
     n: int
     nbin: int
     threads: int = 1
+    objective: PartObjective = R_GRID
 
     @property
     def K(self) -> int:
@@ -111,19 +229,19 @@ class PartSpec:
         """The compiled tables' ``part`` for nblk blocks."""
         return self.layout.block_len, nblk, (np.asarray(self.counts, dtype=np.float64), float(self.n))
 
-    def tables(self, ndim: int, y0: np.ndarray, nblk: int, gradient: bool = True) -> RGridTables:
-        """R's binned tables for ndim columns over the points y0 (none: the
-        grid side); ``gradient=False``: the value's bins only."""
-        return RGridTables(ndim, y0, self.K, self.h, self.nbin, GRID_EPS, DEFAULT_BETA, gradient, self.threads,
-                           None, self.part(nblk))
+    def tables(self, ndim: int, y0: np.ndarray, nblk: int, gradient: bool = True) -> Any:
+        """The objective's tables for ndim columns over the points y0 (none:
+        the grid side); ``gradient=False``: the value's bins only."""
+        return self.objective.tables(self, ndim, y0, nblk, gradient)
 
 
 class RowPart:
     """The rows of whole blocks of a problem, and their passes (see the
     module's docstring). X: the part's rows [m, d] of the scaled data;
-    y0: their 0-based class codes."""
+    y0: their 0-based class codes; first_block: the problem's block its
+    first row starts."""
 
-    def __init__(self, X: np.ndarray, y0: np.ndarray, spec: PartSpec):
+    def __init__(self, X: np.ndarray, y0: np.ndarray, spec: PartSpec, first_block: int = 0):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.y0 = np.ascontiguousarray(y0, dtype=np.int32)
         if self.X.ndim != 2 or self.y0.shape != (self.X.shape[0],) or self.X.shape[0] < 1:
@@ -131,12 +249,16 @@ class RowPart:
                              f"{self.y0.shape}")
         self.spec = spec
         self.nblk = -(-self.X.shape[0] // spec.layout.block_len)
-        self._tables: Dict[int, RGridTables] = {}
+        self.first_block = int(first_block)
+        if not 0 <= self.first_block <= spec.layout.nblk - self.nblk:
+            raise ValueError(f"a part of {self.nblk} blocks cannot start at block {first_block} of "
+                             f"{spec.layout.nblk}")
+        self._tables: Dict[int, Any] = {}
         self._Zt: Optional[np.ndarray] = None
         # the last pass's per-block arrays that the grid side takes folded (fold)
         self._kept: Dict[str, np.ndarray] = {}
 
-    def _for(self, ndim: int) -> RGridTables:
+    def _for(self, ndim: int) -> Any:
         if ndim not in self._tables:
             self._tables = {ndim: self.spec.tables(ndim, self.y0, self.nblk)}
         return self._tables[ndim]
@@ -156,15 +278,22 @@ class RowPart:
         self._kept = {"lin": lin, "simple": simple}
         return marks
 
-    def value(self, lo: np.ndarray, delta: np.ndarray, tables: Tuple[np.ndarray, np.ndarray, np.ndarray],
+    def value(self, lo: np.ndarray, delta: np.ndarray, tables: Tuple[np.ndarray, ...],
               gradient: bool) -> np.ndarray:
-        """Each block's sum of the points' terms; with the gradient, its
-        blocks' c weights are kept for :meth:`fold` ("c")."""
+        """Each block's sum of the points' terms, on the grid side's tables
+        (its ``part_tables()``); with the gradient, its blocks' gradient
+        weights (each objective's ``part_gradient``) are kept for
+        :meth:`fold` ("grad")."""
         T = self._for(lo.size)
         T.set_tables(lo, delta, *tables)
         sums, _ = T.part_value(self.spec.PI, gradient)
-        self._kept = {"c": T.part_gradient()} if gradient else {}
+        self._kept = {"grad": T.part_gradient()} if gradient else {}
         return sums
+
+    def sample(self, Phi: np.ndarray) -> np.ndarray:
+        """The journal's sample-point terms: each (column, block)'s edge
+        (``InterpGridTables.part_sample``)."""
+        return self._for(Phi.shape[0]).part_sample(Phi)
 
     def fold(self, names: Sequence[str], carry: Optional[Sequence[np.ndarray]]) -> List[np.ndarray]:
         """The kept per-block arrays ``names`` of the last pass, each
@@ -205,8 +334,10 @@ class RowPart:
         """Each block's partials of R's greedy order's values (after a value pass)."""
         return next(iter(self._tables.values())).part_subset_values(base, candidates, self.spec.PI)
 
-    def finish(self, D_c: np.ndarray) -> np.ndarray:
-        dZt = self._for(D_c.shape[0]).part_gradient_finish(D_c)
+    def finish(self, merged: np.ndarray) -> np.ndarray:
+        """The part's blocks' partials of t(X) dZ, dZ finished from the grid
+        side's last merge (:meth:`PartObjective.finish`)."""
+        dZt = self.spec.objective.finish(self._for(merged.shape[0]), merged, self.first_block)
         return linalg.crossprod_t(self.X, dZt, self.spec.threads, block_len=self.spec.layout.block_len)
 
 
@@ -254,8 +385,9 @@ _NO_OVERFLOW = 1e300
 
 
 class PartsEvaluator:
-    """R's binned objective l(V) and its gradient, as
-    :class:`pyopnb.evaluation.Evaluator` over ``r_grid`` computes them, with
+    """A binned objective l(V) and its gradient (the spec's
+    :class:`PartObjective`; R's by default), as
+    :class:`pyopnb.evaluation.Evaluator` computes them on one machine, with
     the rows in parts (see the module's docstring): the grid side of the
     passes. ``runner.call(method, *args)`` calls each part's method and
     returns their results in part order, the parts in the order of their
@@ -266,7 +398,7 @@ class PartsEvaluator:
         self.spec = spec
         self.nbin: Optional[int] = spec.nbin
         self.threads = self.most_threads = spec.threads
-        self._grid: Dict[int, RGridTables] = {}
+        self._grid: Dict[int, Any] = {}
         self._projected: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self._largest: Optional[np.ndarray] = None  # each column's largest |x| (spreads)
 
@@ -274,7 +406,16 @@ class PartsEvaluator:
         """The parts keep their threads: a distributed pass's pace is its
         workers'."""
 
-    def _grid_side(self, ndim: int) -> RGridTables:
+    def directions(self, V: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """The matrix whose projection l is taken at, and the column norms
+        it was divided by (None: V itself), as :class:`~pyopnb.evaluation.Evaluator`'s."""
+        return V, None
+
+    def chain(self, W: np.ndarray, norms: Optional[np.ndarray], G: np.ndarray) -> np.ndarray:
+        """dl/dV from dl/dW (W = :meth:`directions`)."""
+        return G
+
+    def _grid_side(self, ndim: int) -> Any:
         # the parts hand it their blocks folded (runner.fold): one block's worth
         if ndim not in self._grid:
             self._grid = {ndim: self.spec.tables(ndim, np.zeros(0, dtype=np.int32), 1)}
@@ -284,25 +425,30 @@ class PartsEvaluator:
         Va = np.ascontiguousarray(V, dtype=np.float64)
         if Va.ndim != 2 or Va.shape[1] < 1:
             raise ValueError(f"V must be a matrix of at least one column, got shape {Va.shape}")
-        grid = self._grid_side(Va.shape[1])
-        ext = self.runner.call("extremes", Va)
+        W, norms = self.directions(Va)
+        value, G = self._at(W, gradient)
+        return value, None if G is None else self.chain(W, norms, G)
+
+    def _at(self, W: np.ndarray, gradient: bool) -> Tuple[float, Optional[np.ndarray]]:
+        """l and dl/dW at the directions W: the passes over the parts."""
+        grid = self._grid_side(W.shape[1])
+        ext = self.runner.call("extremes", W)
         zmin, zmax = _in_order([e[0] for e in ext], 1), _in_order([e[1] for e in ext], 1)
-        # the parts keep this V's Z until the next evaluation: r_failure at V reads it
-        self._projected = (Va.copy(), zmin.min(axis=1), zmax.max(axis=1))
+        # the parts keep this W's Z until the next evaluation: r_failure at W reads it
+        self._projected = (W.copy(), zmin.min(axis=1), zmax.max(axis=1))
         lo, delta = grid_axes(zmin, zmax, GRID_EPS, self.spec.nbin)
         marks = self.runner.call("bin", lo, delta)
         # each part's blocks added onto the parts' before it: one array a part crosses the network, not a block
-        lin, simple = self.runner.fold(("lin", "simple"))
-        grid.merge_parts(lo, delta, lin[:, None], simple[:, None], np.bitwise_or.reduce(np.stack(marks), axis=0))
-        tables = (grid.S_lin, grid.S_simple, grid.D_simple)
+        lin, *simple = self.runner.fold(self.spec.objective.binned)
+        grid.merge_parts(lo, delta, lin[:, None], simple[0][:, None] if simple else None,
+                         np.bitwise_or.reduce(np.stack(marks), axis=0))
         total = 0.0
-        for s in _in_order(self.runner.call("value", lo, delta, tables, gradient), 0):
+        for s in _in_order(self.runner.call("value", lo, delta, grid.part_tables(), gradient), 0):
             total = total + float(s)
         value = total / float(self.spec.n)
         if not gradient:
             return value, None
-        D_c = grid.merge_gradient(self.runner.fold(("c",))[0][:, None])
-        G = add_blocks(_in_order(self.runner.call("finish", D_c), 0))
+        G = add_blocks(self.spec.objective.gradient(self.runner, grid))
         G /= float(self.spec.n)
         return value, G
 
@@ -311,18 +457,11 @@ class PartsEvaluator:
         return self._evaluate(V, False)[0]
 
     def order_columns(self, V: Any) -> List[int]:
-        """R's column order (:func:`pyopnb.evaluation.greedy`), each step's
-        values from the parts' blocks at V, added in block order."""
-        Va = np.ascontiguousarray(V, dtype=np.float64)
-        self._evaluate(Va, False)
-
-        def values(chosen: List[int], remaining: List[int]) -> np.ndarray:
-            total = np.zeros(len(remaining))
-            for partial in _in_order(self.runner.call("subset", chosen, remaining), 0):
-                total = total + partial
-            return total / float(self.spec.n)
-
-        return greedy(Va.shape[1], values)
+        """R's column order (:func:`pyopnb.evaluation.greedy`) at V's
+        directions, each step's values from the parts' blocks, added in
+        block order."""
+        W, _ = self.directions(np.ascontiguousarray(V, dtype=np.float64))
+        return greedy(W.shape[1], self.spec.objective.subset_values(self, W))
 
     def spreads(self) -> np.ndarray:
         """Each column's spread (max - min) over the rows: one pass."""
@@ -380,8 +519,16 @@ class PartsEvaluator:
         return value, G
 
 
+class NormalisedPartsEvaluator(PartsEvaluator):
+    """The journal's l at V's unit columns and its gradient in V, as
+    :class:`pyopnb.evaluation.NormalisedEvaluator`, with the rows in parts."""
+
+    directions = NormalisedEvaluator.directions
+    chain = NormalisedEvaluator.chain
+
+
 def split(X: np.ndarray, y0: np.ndarray, spec: PartSpec, bounds: Sequence[int]) -> List[RowPart]:
     """The rows of X and y0 in parts between row bounds on block boundaries
     (:meth:`BlockLayout.check_bounds`)."""
-    spec.layout.check_bounds(bounds)
-    return [RowPart(X[a:b], y0[a:b], spec) for a, b in zip(bounds, bounds[1:])]
+    blocks = spec.layout.check_bounds(bounds)
+    return [RowPart(X[a:b], y0[a:b], spec, first) for a, b, first in zip(bounds, bounds[1:], blocks)]

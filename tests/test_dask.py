@@ -132,6 +132,55 @@ def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, after):
         P.runner.runner.close()
 
 
+@pytest.mark.parametrize("rows", [N, BlockLayout(N).block_len, 2 * BlockLayout(N).block_len])
+def test_the_journals_objective_on_the_cluster_is_the_single_machines(client, data, rows):
+    from pyopnb.parts import JOURNAL_GRID
+
+    X, y = data
+    y0 = y.astype(np.int32)
+    h = np.array([0.4, 0.5, 0.45])
+    PI = np.bincount(y0, minlength=3) / N
+    prob = ev.check_problem(X, y0, PI, h)
+    E = ev.NormalisedEvaluator(prob, ev.interp_grid(prob, 300, 1), 300, 1)
+    V = np.random.default_rng(3).normal(size=(5, 3))
+    f0, G0 = E.value_and_grad(V)
+    P = pdk.evaluator(da.from_array(X, chunks=(rows, 5)), da.from_array(y0, chunks=rows), h, PI, 300, client,
+                      objective=JOURNAL_GRID)
+    try:
+        f1, G1 = P.value_and_grad(V)
+        assert f1 == f0 and np.array_equal(G1, G0)
+        assert P.order_columns(V) == E.order_columns(V)
+    finally:
+        P.runner.close()
+
+
+def test_a_worker_killed_after_the_journals_sample_pass_changes_no_bit(client, data):
+    from pyopnb.parts import JOURNAL_GRID
+
+    X, y = data
+    y0 = y.astype(np.int32)
+    h = np.array([0.4, 0.5, 0.45])
+    PI = np.bincount(y0, minlength=3) / N
+    prob = ev.check_problem(X, y0, PI, h)
+    V = np.random.default_rng(4).normal(size=(5, 2))
+    f0, G0 = ev.NormalisedEvaluator(prob, ev.interp_grid(prob, 300, 1), 300, 1).value_and_grad(V)
+    P = pdk.evaluator(da.from_array(X, chunks=(46667, 5)), da.from_array(y0, chunks=46667), h, PI, 300, client,
+                      objective=JOURNAL_GRID)
+    try:
+        P.runner = _Killing(P.runner, "sample")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f1, G1 = P.value_and_grad(V)
+        assert P.runner.killed
+        assert f1 == f0 and np.array_equal(G1, G0)
+        client.wait_for_workers(2, timeout=60)
+    finally:
+        P.runner.runner.close()
+    with pytest.raises(TypeError, match="R_GRID or JOURNAL_GRID"):
+        pdk.evaluator(da.from_array(X, chunks=(46667, 5)), da.from_array(y0, chunks=46667), h, PI, 300, client,
+                      objective="journal")
+
+
 def test_a_worker_killed_mid_fit_changes_no_bit(client, data, reference):
     X, y = data
     killed = []

@@ -1,6 +1,6 @@
-"""The rows in parts (pyopnb.parts): R's binned objective and its gradient
-from parts of whole blocks, merged on a grid side with no rows, are the
-single machine's bits, whatever the split."""
+"""The rows in parts (pyopnb.parts): R's and the journal's binned
+objectives and their gradients from parts of whole blocks, merged on a grid
+side with no rows, are the single machine's bits, whatever the split."""
 import numpy as np
 import pytest
 
@@ -8,7 +8,8 @@ from pyopnb import evaluation as ev
 from pyopnb._core import linalg
 from pyopnb._core.grid import grid_axes
 from pyopnb._core.r_grid import RGridTables
-from pyopnb.parts import BlockLayout, LocalRunner, PartSpec, PartsEvaluator, RowPart, add_blocks, split
+from pyopnb.parts import (JOURNAL_GRID, R_GRID, BlockLayout, LocalRunner, NormalisedPartsEvaluator, PartSpec,
+                          PartsEvaluator, RowPart, add_blocks, split)
 
 
 def _problem(n, d=5, K=3, seed=0, h=0.4):
@@ -247,3 +248,93 @@ def test_a_fit_in_parts_that_R_stops_warns_and_keeps_Rs_start_with_r_defects():
     assert any("keeps the start projection, as R's OPNB does" in str(w.message) for w in rec)
     assert np.array_equal(kept.V, ref.V) and kept.fval == ref.fval
     assert abs(kept.fval - v["fold8_lam4e-4_fval"]) <= 1e-12 * abs(v["fold8_lam4e-4_fval"])
+
+
+def _journal_single(X, y, h, PI, nbin, threads=1):
+    prob = ev.check_problem(X, y, PI, h)
+    return ev.NormalisedEvaluator(prob, ev.interp_grid(prob, nbin, threads), nbin, threads)
+
+
+def _journal_parts(X, y, h, PI, nbin, bounds, threads=1):
+    spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=PI.size), n=X.shape[0], nbin=nbin,
+                    threads=threads, objective=JOURNAL_GRID)
+    P = spec.objective.evaluator(LocalRunner(split(X, y, spec, bounds)), spec)
+    assert isinstance(P, NormalisedPartsEvaluator)
+    return P
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_journals_objective_in_parts_is_the_single_machines_for_every_split(threads):
+    n = 140000
+    X, y, h, PI, rng = _problem(n)
+    h = np.array([0.3, 0.45, 0.38])
+    B = BlockLayout(n).block_len
+    E = _journal_single(X, y, h, PI, 300, threads)
+    for ndim in (1, 3):
+        V = rng.normal(size=(X.shape[1], ndim))
+        f0, G0 = E.value_and_grad(V)
+        order = E.order_columns(V)
+        for bounds in ([0, n], [0, B, n], [0, 2 * B, n], [0, B, 2 * B, n]):
+            P = _journal_parts(X, y, h, PI, 300, bounds, threads)
+            f1, G1 = P.value_and_grad(V)
+            assert f1 == f0 and np.array_equal(G1, G0), (ndim, bounds)
+            assert P.value(V) == f0
+            assert P.order_columns(V) == order
+        # the gradient is the value's: its slope along a direction
+        P = _journal_parts(X, y, h, PI, 300, [0, B, n], threads)
+        D = rng.normal(size=V.shape)
+        eps = 1e-6
+        slope = (P.value(V + eps * D) - P.value(V - eps * D)) / (2 * eps)
+        assert abs(slope - np.sum(G1 * D)) < 1e-5 * max(1.0, abs(slope))
+
+
+def test_the_grids_motion_goes_to_the_first_block_at_each_extreme_wherever_its_part():
+    # column 0's extremes tie between rows of blocks 0 and 2 (the first block must take the motion, as one scan
+    # of the points finds it) and those rows differ elsewhere, so another choice would change t(X) dZ
+    n = 140000
+    X, y, h, PI, rng = _problem(n, d=4)
+    B = BlockLayout(n).block_len
+    for r in (10, 2 * B + 10):
+        X[r, 0] = -40.0
+    for r in (B + 5, 2 * B + 7):
+        X[r, 0] = 40.0
+    X[2 * B + 10, 1:] += 3.0
+    X[2 * B + 7, 1:] -= 3.0
+    V = np.column_stack([np.eye(4)[0], rng.normal(size=4)])
+    f0, G0 = _journal_single(X, y, h, PI, 200).value_and_grad(V)
+    for bounds in ([0, B, n], [0, 2 * B, n], [0, B, 2 * B, n]):
+        f1, G1 = _journal_parts(X, y, h, PI, 200, bounds).value_and_grad(V)
+        assert f1 == f0 and np.array_equal(G1, G0), bounds
+    # the motion's blocks, as the parts were told them: column 0's first minimum and first maximum
+    seen = []
+
+    class Recording(LocalRunner):
+        def call(self, method, *args):
+            if method == "finish":
+                seen.append(args[0])
+            return super().call(method, *args)
+
+    spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=3), n=n, nbin=200, objective=JOURNAL_GRID)
+    P = spec.objective.evaluator(Recording(split(X, y, spec, [0, B, 2 * B, n])), spec)
+    assert P.value_and_grad(V)[0] == f0
+    assert seen[0][0, 2:].tolist() == [0.0, 1.0]
+    assert not np.array_equal(X[10], X[2 * B + 10]) and not np.array_equal(X[B + 5], X[2 * B + 7])
+
+
+def test_a_part_is_told_where_its_blocks_start():
+    n = 140000
+    X, y, h, PI, _ = _problem(n, d=2)
+    spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=3), n=n, nbin=100, objective=JOURNAL_GRID)
+    B = spec.layout.block_len
+    assert [p.first_block for p in split(X, y, spec, [0, B, 2 * B, n])] == [0, 1, 2]
+    with pytest.raises(ValueError, match="cannot start at block 2"):
+        RowPart(X[:2 * B], y[:2 * B], spec, first_block=2)
+
+
+def test_the_objectives_travel_as_themselves():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(JOURNAL_GRID)) is JOURNAL_GRID
+    assert pickle.loads(pickle.dumps(R_GRID)) is R_GRID
+    spec = PartSpec(h=np.ones(2), PI=np.full(2, 0.5), counts=np.ones(2), n=2, nbin=10, objective=JOURNAL_GRID)
+    assert pickle.loads(pickle.dumps(spec)).objective is JOURNAL_GRID

@@ -64,10 +64,13 @@ cdef inline void _bin_linear(double* grid, Py_ssize_t g, Py_ssize_t stride, doub
     grid[(g + 1) * stride] += u * w
 
 
-cdef inline void _grid_motion(double* gz, Py_ssize_t imin, Py_ssize_t imax, double d_lo, double d_delta,
+cdef inline void _grid_motion(double* at_min, double* at_max, double d_lo, double d_delta,
                               Py_ssize_t nbin) noexcept nogil:
     """The grid's ends follow z's extremes (lo = zmin - eps, delta = (zmax - zmin
     + 2 eps) / (nbin - 1)): d/dlo and d/ddelta of the value go to the points at
-    the minimum and the maximum."""
-    gz[imin] += d_lo - d_delta / (nbin - 1)
-    gz[imax] += d_delta / (nbin - 1)
+    the minimum and the maximum (their entries of dl/dz; NULL: held by
+    another part of the rows). One point at both takes the minimum's first."""
+    if at_min != NULL:
+        at_min[0] += d_lo - d_delta / (nbin - 1)
+    if at_max != NULL:
+        at_max[0] += d_delta / (nbin - 1)

@@ -21,11 +21,11 @@ from libc.string cimport memcpy, memset
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
-from pyopnb._core.common cimport (MAX_BLOCKS, _MAX_ORDER, _data_or_null, _reduce_blocks, _region_threads,
-                                  _row_block_len, _row_blocks, _thread_id)
+from pyopnb._core.common cimport (MAX_BLOCKS, _MAX_ORDER, _block_partials, _data_or_null, _reduce_blocks,
+                                  _region_threads, _row_block_len, _row_blocks, _thread_id)
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
-from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
-from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid
+from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _min_max
+from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid, _terms_mean
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
@@ -422,10 +422,35 @@ cdef class GridTables:
             self._column_tables(t, col, &sp, inner)
         self.supports_made = True
 
+    def value_and_posteriors(self, const double[::1] PI, bint posteriors):
+        """(l, posteriors [n, K] or None) with priors PI: the points' terms
+        (_terms_and_posteriors, each kind's) averaged by the fixed blocks of
+        rows."""
+        post = self._terms_and_posteriors(PI, posteriors)
+        cdef const double[::1] tv = self._terms
+        return _terms_mean(&tv[0], &self.wk.P), post
+
+    def _terms_and_posteriors(self, const double[::1] PI, bint posteriors):
+        """The points' terms (into _terms) and their posteriors (or None)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _terms_and_posteriors")
+
     # -----------------------------------------------------------------
     # a part of a larger problem's points (made with ``part``), and the
     # grid side that merges the parts: the passes of update, one at a time
     # -----------------------------------------------------------------
+
+    def part_value(self, const double[::1] PI, bint posteriors):
+        """A part's value_and_posteriors: its blocks' sums of their points'
+        terms (their weights times their log posteriors, [nblk]; the whole
+        problem's l is their sum in block order over its total weight), and
+        the posteriors, kept for part_gradient (None without them)."""
+        post = self._terms_and_posteriors(PI, posteriors)
+        sums = np.zeros(self.nblk)
+        cdef double[::1] sv = sums
+        cdef const double[::1] tv = self._terms
+        if self.n:
+            _block_partials(&tv[0], self.wk.P.w, self.n, self.B, &sv[0])
+        return sums, post
 
     def part_extremes(self, double[:, ::1] Zt):
         """This part's Z' = Zt [ndim, n]: each (column, block)'s extremes,

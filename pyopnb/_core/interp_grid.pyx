@@ -14,7 +14,7 @@ from libc.string cimport memset
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport _make_kernel
 from pyopnb._core.geometry cimport _bin_linear, _grid_motion
-from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
+from pyopnb._core.passes cimport Column, Problem, _point_weight
 from pyopnb._core.posteriors cimport _row_posterior
 from pyopnb._core.grid cimport GridSum, GridTables, Support, _GridEvaluator, _block_len, _cell_frac, _grid_sums
 
@@ -53,16 +53,61 @@ cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const GridPoints*
                 a[k] = a[k] + ((1.0 - u) * row[k] + u * row[K + k])
 
 
+# a (column, block)'s edge of the gradient: its shares of n dl/dlo and n dl/ddelta, its extremes of z, and
+# the rows (within the part) that hold them
+DEF _EDGE = 6
+
+
+cdef struct GridMotion:
+    # a column's grid motion: n dl/dlo and n dl/ddelta, and the blocks whose points are z's extremes
+    double d_lo
+    double d_delta
+    Py_ssize_t bmin
+    Py_ssize_t bmax
+
+
+cdef GridMotion _merge_edges(const double* edge, Py_ssize_t nblk, Py_ssize_t stride, double kdelta) noexcept nogil:
+    """A column's blocks' edges (each ``stride`` apart, the first four
+    fields of _EDGE), in block order: their shares of the motion added onto
+    0 and onto the kernel's share kdelta, and the first block at each
+    extreme of z (strict comparisons, as a scan of the points would find
+    them)."""
+    cdef GridMotion m = GridMotion(d_lo=0.0, d_delta=kdelta, bmin=0, bmax=0)
+    cdef Py_ssize_t b
+    cdef const double* ed
+    for b in range(nblk):
+        ed = &edge[b * stride]
+        m.d_lo = m.d_lo + ed[0]
+        m.d_delta = m.d_delta + ed[1]
+        if ed[2] < edge[m.bmin * stride + 2]:
+            m.bmin = b
+        if ed[3] > edge[m.bmax * stride + 3]:
+            m.bmax = b
+    return m
+
+
 cdef class InterpGridTables(GridTables):
     """The journal formulation's binned objective: each column's class log
     densities on its grid (logs summed in log space, so finite however far a
     grid point lies from a class) interpolated linearly at the points, and
-    the exact derivative of that value."""
+    the exact derivative of that value.
+
+    The gradient's passes (see :meth:`gradient`) run one at a time on a part
+    of a larger problem's points and on the grid side: part_gradient (the
+    points' own terms, the a weights binned), merge_gradient (the grid's
+    sums), part_sample (the sample-point terms, each block's edge),
+    merge_motion (the grid's motion) and part_motion."""
     cdef object _part_a             # [ndim, nblk, TK]: each (column, block)'s a weights binned linearly; then,
                                     # summed over the blocks, block 0 holds the column's c = A / f
     cdef object _Phi                # [ndim, TK]: the kernel sums of the c weights at the grid points
     cdef object _Psi                # [ndim, TK]: the same in the kernel psi(u) = u K'(u)
-    cdef object _edge               # [ndim, nblk, 4]: each block's two grid-motion sums and its extremes' rows
+    cdef object _kdelta             # [ndim]: the kernel's share of n dl/ddelta (the binned weights times Psi)
+    cdef object _edge               # [ndim, nblk, _EDGE]: each (column, block)'s edge
+    cdef double* part_ap            # their data (NULL without a gradient)
+    cdef double* Phip
+    cdef double* Psip
+    cdef double* kdeltap
+    cdef double* edgep
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads, w=None, part=None):
@@ -78,7 +123,13 @@ cdef class InterpGridTables(GridTables):
         self._part_a = np.empty((ndim, self.nblk, self.TK)) if gradient else None
         self._Phi = np.empty((ndim, self.TK)) if gradient else None
         self._Psi = np.empty((ndim, self.TK)) if gradient else None
-        self._edge = np.empty((ndim, self.nblk, 4)) if gradient else None
+        self._kdelta = np.zeros(ndim) if gradient else None
+        self._edge = np.empty((ndim, self.nblk, _EDGE)) if gradient else None
+        self.part_ap = _data_or_null(self._part_a)
+        self.Phip = _data_or_null(self._Phi)
+        self.Psip = _data_or_null(self._Psi)
+        self.kdeltap = _data_or_null(self._kdelta)
+        self.edgep = _data_or_null(self._edge)
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
         cdef const Problem* P = &self.wk.P
@@ -88,13 +139,13 @@ cdef class InterpGridTables(GridTables):
                                  D=NULL, logs=True, anchors_all=True, eval_all=True, decays=NULL, have_decays=False)
         _grid_sums(P, col, sp, &g, inner)
 
-    def value_and_posteriors(self, const double[::1] PI, bint posteriors):
-        """(l, posteriors [n, K] or None) with priors PI, of the log densities
+    def _terms_and_posteriors(self, const double[::1] PI, bint posteriors):
+        """The points' terms and posteriors (or None) of the log densities
         interpolated linearly between each point's two grid points."""
         cdef const double[::1] logprior = self._check_built(PI)
         if posteriors and not self.has_gradient:
             raise ValueError("tables built without the gradient's")
-        cdef Py_ssize_t n = self.n, ndim = self.ndim, i, j, b, i0, m
+        cdef Py_ssize_t n = self.n, ndim = self.ndim, j, b, i0, m
         cdef int K = self.wk.P.K, tid, nthr = self.nthr
         cdef Py_ssize_t B = _block_len(K), nblk = (n + B - 1) // B
         if posteriors and self._post is None:
@@ -109,9 +160,8 @@ cdef class InterpGridTables(GridTables):
         cdef double[:, ::1] av = self._vp_scratch
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
-        cdef GridPoints at = GridPoints(Zt=_data_or_null(self.Zt), cell_of=&self.cells[0, 0],
-                                        lo=_data_or_null(self.lo), delta=_data_or_null(self.delta), n=n, ndim=ndim)
-        cdef double total = 0.0
+        cdef GridPoints at = GridPoints(Zt=_data_or_null(self.Zt), cell_of=self.cellsp, lo=self.lop,
+                                        delta=self.deltap, n=n, ndim=ndim)
         with nogil:
             for b in prange(nblk, num_threads=nthr, schedule='dynamic'):
                 tid = _thread_id()
@@ -121,8 +171,7 @@ cdef class InterpGridTables(GridTables):
                 for j in range(m):
                     tv[i0 + j] = _row_posterior(&av[tid, j * K], &logprior[0], K, y[i0 + j],
                                                 &pp[(i0 + j) * K] if posteriors else NULL)
-            total = _terms_mean(&tv[0], &self.wk.P)
-        return total, post
+        return post
 
     def gradient(self, const double[:, ::1] post):
         """n * dl/dZ [ndim, n] of the interpolated value: its exact derivative.
@@ -140,117 +189,226 @@ cdef class InterpGridTables(GridTables):
         the kernel psi(u) = u K'(u), Wb_k the binned class weights.
         """
         dZ = self._gradient_out(post, self.has_gradient)
-        cdef Py_ssize_t n = self.n, ndim = self.ndim, nbin = self.nbin, TK = self.TK, nblk = self.nblk
+        cdef Py_ssize_t t
+        cdef GridMotion m
+        cdef double* ed
+        with nogil:
+            self._point_terms(&post[0, 0])
+            self._sample_sums()
+            self._sample_terms()
+            # the grid's motion, its blocks' shares added in order
+            for t in range(self.ndim):
+                ed = &self.edgep[t * self.nblk * _EDGE]
+                m = _merge_edges(ed, self.nblk, _EDGE, self.kdeltap[t])
+                _grid_motion(&self.dZp[t * self.n + <Py_ssize_t> ed[m.bmin * _EDGE + 4]],
+                             &self.dZp[t * self.n + <Py_ssize_t> ed[m.bmax * _EDGE + 5]], m.d_lo, m.d_delta,
+                             self.nbin)
+        return dZ
+
+    cdef void _point_terms(self, const double* post) noexcept nogil:
+        """Each point's terms as an evaluation point (into _dZ), and each
+        (column, block)'s a weights binned linearly (into _part_a)."""
+        cdef Py_ssize_t n = self.n, nblk = self.nblk, TK = self.TK, B = self.B, it, t, i, i0, i1, g
         cdef const Problem* P = &self.wk.P
-        cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
-        cdef Py_ssize_t B = self.B, it, t, i, i0, i1, g, j, b, imin, imax
-        cdef double[:, ::1] dv = dZ
-        cdef double* Phi = _data_or_null(self._Phi)
-        cdef double* Psi = _data_or_null(self._Psi)
-        cdef double* PA = _data_or_null(self._part_a)
-        cdef double* Wb = _data_or_null(self._part_lin)  # block 0 of each column: its binned weights
-        cdef double* edge = _data_or_null(self._edge)
+        cdef int K = P.K, k
+        cdef double* PA = self.part_ap
         cdef double* pa
         cdef const double* row
-        cdef const int* cell_of = &self.cells[0, 0]
-        cdef const double* Zp = _data_or_null(self.Zt)
-        cdef const double* Tl = _data_or_null(self.logS_lin)
-        cdef double[::1] lo = self.lo, delta = self.delta
-        cdef Column* cols = self.wk.cols
+        cdef double u, a, e
+        for it in prange(self.ndim * nblk, num_threads=self.nthr, schedule='dynamic'):
+            t = it // nblk
+            i0 = (it % nblk) * B
+            i1 = min(n, i0 + B)
+            pa = &PA[it * TK]
+            memset(pa, 0, TK * sizeof(double))
+            for i in range(i0, i1):
+                g = self.cellsp[t * n + i]
+                u = _cell_frac(self.Ztp[t * n + i], self.lop[t], self.deltap[t], g)
+                row = &self.logS_linp[t * TK + g * K]
+                e = 0.0
+                for k in range(K):
+                    a = ((1.0 if P.y[i] == k else 0.0) - post[i * K + k]) * _point_weight(P, i)
+                    # a class whose density underflowed at a grid point (-inf there:
+                    # thousands of bandwidths from all its points) has posterior 0
+                    # here and adds nothing to the value's slope, not 0 * inf
+                    if a != 0.0:
+                        e = e + a * (row[K + k] - row[k])
+                    _bin_linear(&pa[k], g, K, u, a)
+                self.dZp[t * n + i] = e
+
+    cdef void _sample_sums(self) noexcept nogil:
+        """Per column: c = A / f on the grid (the blocks' a weights added in
+        order), its sums with K (_Phi) and with psi (_Psi), and the kernel's
+        share of n dl/ddelta (_kdelta)."""
+        cdef const Problem* P = &self.wk.P
+        cdef Py_ssize_t ndim = self.ndim, nblk = self.nblk, TK = self.TK, t, j
+        cdef int K = P.K, k, tid, nthr = self.nthr, inner = nthr if ndim == 1 else 1
+        cdef double* Phi = self.Phip
+        cdef double* Psi = self.Psip
+        cdef double* PA = self.part_ap
+        cdef double* kd = self.kdeltap
+        cdef const double* Wb = self.part_linp  # block 0 of each column: its binned weights
+        cdef const double* Tl = self.logS_linp
+        cdef double* pa
         cdef Column* col
         cdef Support sp
         cdef GridSum column_sum
-        cdef const double* pp = &post[0, 0]
-        cdef double u, a, e, d, sv, kern, d_lo, d_delta
+        cdef double a, kern
+        for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
+            tid = _thread_id()
+            col = &self.wk.cols[tid]
+            pa = &PA[t * nblk * TK]
+            sp = self._summing_column(t, tid, col, self.lop[t], self.deltap[t], pa)
+            for j in range(TK):
+                # |c| from logs: f may be far below A's scale
+                a = pa[j]
+                pa[j] = 0.0 if a == 0.0 else (exp(log(a) - Tl[t * TK + j]) if a > 0.0
+                                              else -exp(log(-a) - Tl[t * TK + j]))
+            column_sum = GridSum(ker=&P.ker, weights=pa, S=&Phi[t * TK], D=NULL, logs=False, anchors_all=True,
+                                 eval_all=True, decays=NULL, have_decays=False)
+            _grid_sums(P, col, &sp, &column_sum, inner)
+            # psi has one order more: its decay rows differ, unless they hold the exps alone
+            column_sum = GridSum(ker=&self.psi, weights=pa, S=&Psi[t * TK], D=NULL, logs=False,
+                                 anchors_all=True, eval_all=True, decays=NULL, have_decays=not P.shared)
+            _grid_sums(P, col, &sp, &column_sum, inner)
+            # the binned weights lie on the support: the rest of the grid adds nothing
+            kern = 0.0
+            for j in range(sp.m):
+                for k in range(K):
+                    kern = kern + Wb[t * nblk * TK + sp.weighted[j] * K + k] * Psi[t * TK + sp.weighted[j] * K + k]
+            kd[t] = kern / self.deltap[t]
+
+    cdef void _sample_terms(self) noexcept nogil:
+        """Each point's sample-point term and dz = (dl/ds) / delta (into
+        _dZ), and each (column, block)'s edge (_EDGE's fields)."""
+        cdef const Problem* P = &self.wk.P
+        cdef Py_ssize_t n = self.n, nblk = self.nblk, TK = self.TK, B = self.B, it, t, i, i0, i1, g, imin, imax
+        cdef int k
+        cdef const double* Phi = self.Phip
+        cdef double* edge = self.edgep
+        cdef const double* Zp = self.Ztp
+        cdef double* dv = self.dZp
+        cdef double d, sv
         cdef double* ed
-        kdelta = np.zeros(ndim)
-        cdef double[::1] kd = kdelta
+        for it in prange(self.ndim * nblk, num_threads=self.nthr, schedule='dynamic'):
+            t = it // nblk
+            i0 = (it % nblk) * B
+            i1 = min(n, i0 + B)
+            ed = &edge[it * _EDGE]
+            ed[0] = 0.0
+            ed[1] = 0.0
+            imin = i0
+            imax = i0
+            for i in range(i0, i1):
+                k = P.y[i]
+                g = self.cellsp[t * n + i]
+                d = dv[t * n + i] + P.wpt[i] * (Phi[t * TK + (g + 1) * P.K + k] - Phi[t * TK + g * P.K + k])
+                sv = (Zp[t * n + i] - self.lop[t]) / self.deltap[t]
+                dv[t * n + i] = d / self.deltap[t]
+                ed[0] = ed[0] - d / self.deltap[t]
+                ed[1] = ed[1] - sv * d / self.deltap[t]
+                if Zp[t * n + i] < Zp[t * n + imin]:
+                    imin = i
+                if Zp[t * n + i] > Zp[t * n + imax]:
+                    imax = i
+            ed[2] = Zp[t * n + imin]
+            ed[3] = Zp[t * n + imax]
+            ed[4] = <double> imin
+            ed[5] = <double> imax
+
+    def part_tables(self):
+        """The grid side's tables a part's set_tables takes: (logS_lin,)."""
+        return (self.logS_lin,)
+
+    def set_tables(self, const double[::1] lo, const double[::1] delta, logS_lin):
+        """A part's tables, the grid side's part_tables, on the grids its
+        points were binned on (part_bin)."""
+        self._check_built()
+        self._set_axes(lo, delta)
+        self._copy_parts(logS_lin, self.logS_lin, "logS_lin")
+
+    def part_gradient(self):
+        """A part's gradient, its first pass: the points' terms as
+        evaluation points (kept), and each (column, block)'s a weights
+        binned linearly [ndim, nblk, TK], for the grid side's
+        merge_gradient."""
+        if self._post is None:
+            raise ValueError("no posteriors yet: call part_value(PI, True) first")
+        self._gradient_out(self._post, self.has_gradient)
+        cdef const double[:, ::1] post = self._post
         with nogil:
-            # evaluation-point terms, and the a_ik binned onto the grid by block
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
-                t = it // nblk
-                i0 = (it % nblk) * B
-                i1 = min(n, i0 + B)
-                pa = &PA[it * TK]
-                memset(pa, 0, TK * sizeof(double))
-                for i in range(i0, i1):
-                    g = cell_of[t * n + i]
-                    u = _cell_frac(Zp[t * n + i], lo[t], delta[t], g)
-                    row = &Tl[t * TK + g * K]
-                    e = 0.0
-                    for k in range(K):
-                        a = ((1.0 if P.y[i] == k else 0.0) - pp[i * K + k]) * _point_weight(P, i)
-                        # a class whose density underflowed at a grid point (-inf there:
-                        # thousands of bandwidths from all its points) has posterior 0
-                        # here and adds nothing to the value's slope, not 0 * inf
-                        if a != 0.0:
-                            e = e + a * (row[K + k] - row[k])
-                        _bin_linear(&pa[k], g, K, u, a)
-                    dv[t, i] = e
-            # per column: c = A / f on the grid, its sums with K and with psi
-            for t in prange(ndim, num_threads=min(ndim, nthr), schedule='dynamic'):
-                tid = _thread_id()
-                col = &cols[tid]
-                pa = &PA[t * nblk * TK]
-                sp = self._summing_column(t, tid, col, lo[t], delta[t], pa)
-                for j in range(TK):
-                    # |c| from logs: f may be far below A's scale
-                    a = pa[j]
-                    pa[j] = 0.0 if a == 0.0 else (exp(log(a) - Tl[t * TK + j]) if a > 0.0
-                                                  else -exp(log(-a) - Tl[t * TK + j]))
-                column_sum = GridSum(ker=&P.ker, weights=pa, S=&Phi[t * TK], D=NULL, logs=False, anchors_all=True,
-                                     eval_all=True, decays=NULL, have_decays=False)
-                _grid_sums(P, col, &sp, &column_sum, inner)
-                # psi has one order more: its decay rows differ, unless they hold the exps alone
-                column_sum = GridSum(ker=&self.psi, weights=pa, S=&Psi[t * TK], D=NULL, logs=False,
-                                     anchors_all=True, eval_all=True, decays=NULL, have_decays=not P.shared)
-                _grid_sums(P, col, &sp, &column_sum, inner)
-                # the binned weights lie on the support: the rest of the grid adds nothing
-                kern = 0.0
-                for j in range(sp.m):
-                    for k in range(K):
-                        kern = kern + Wb[t * nblk * TK + sp.weighted[j] * K + k] * Psi[t * TK + sp.weighted[j] * K + k]
-                kd[t] = kern / delta[t]
-            # sample-point terms, dz = (dl/ds) / delta, and each block's share of the grid's motion
-            for it in prange(ndim * nblk, num_threads=nthr, schedule='dynamic'):
-                t = it // nblk
-                i0 = (it % nblk) * B
-                i1 = min(n, i0 + B)
-                ed = &edge[it * 4]
-                ed[0] = 0.0
-                ed[1] = 0.0
-                imin = i0
-                imax = i0
-                for i in range(i0, i1):
-                    k = P.y[i]
-                    g = cell_of[t * n + i]
-                    d = dv[t, i] + P.wpt[i] * (Phi[t * TK + (g + 1) * K + k] - Phi[t * TK + g * K + k])
-                    sv = (Zp[t * n + i] - lo[t]) / delta[t]
-                    dv[t, i] = d / delta[t]
-                    ed[0] = ed[0] - d / delta[t]
-                    ed[1] = ed[1] - sv * d / delta[t]
-                    if Zp[t * n + i] < Zp[t * n + imin]:
-                        imin = i
-                    if Zp[t * n + i] > Zp[t * n + imax]:
-                        imax = i
-                ed[2] = <double> imin
-                ed[3] = <double> imax
-            # the grid's motion, its blocks' shares added in order
-            for t in range(ndim):
-                d_lo = 0.0
-                d_delta = kd[t]
-                imin = <Py_ssize_t> edge[t * nblk * 4 + 2]
-                imax = <Py_ssize_t> edge[t * nblk * 4 + 3]
-                for b in range(nblk):
-                    ed = &edge[(t * nblk + b) * 4]
-                    d_lo = d_lo + ed[0]
-                    d_delta = d_delta + ed[1]
-                    if Zp[t * n + <Py_ssize_t> ed[2]] < Zp[t * n + imin]:
-                        imin = <Py_ssize_t> ed[2]
-                    if Zp[t * n + <Py_ssize_t> ed[3]] > Zp[t * n + imax]:
-                        imax = <Py_ssize_t> ed[3]
-                _grid_motion(&dv[t, 0], imin, imax, d_lo, d_delta, nbin)
-        return dZ
+            self._point_terms(&post[0, 0])
+        return self._part_a.copy()
+
+    def merge_gradient(self, part_a):
+        """The grid side's: the kernel sums Phi [ndim, TK] of c = A / f, A
+        the parts' a weights (part_gradient's, their blocks in order), for
+        part_sample; the kernel's share of the grid's motion is kept for
+        merge_motion."""
+        if self.n != 0:
+            raise ValueError("merge_gradient is the grid side's: make it with no points")
+        self._check_built()
+        if not self.has_gradient:
+            raise ValueError("tables built without the gradient's")
+        self._copy_parts(part_a, self._part_a, "part_a")
+        with nogil:
+            self._sample_sums()
+        return self._Phi.copy()
+
+    def part_sample(self, Phi):
+        """A part's sample-point terms, read from Phi (merge_gradient's):
+        each (column, block)'s edge [ndim, nblk, 4], its shares of n dl/dlo
+        and n dl/ddelta and its extremes of z, for merge_motion."""
+        if self._dZ is None:
+            raise ValueError("call part_gradient first")
+        self._copy_parts(Phi, self._Phi, "Phi")
+        with nogil:
+            self._sample_terms()
+        return np.ascontiguousarray(self._edge[:, :, :4])
+
+    def merge_motion(self, edges):
+        """The grid side's: each column's grid motion from the parts' edges
+        [ndim, nblk, 4] (part_sample's, their blocks in order), for
+        part_motion: [ndim, 4] of n dl/dlo, n dl/ddelta and the blocks
+        holding z's minimum and maximum."""
+        if self.n != 0:
+            raise ValueError("merge_motion is the grid side's: make it with no points")
+        ed = np.ascontiguousarray(edges, dtype=np.float64)
+        if ed.ndim != 3 or ed.shape[0] != self.ndim or ed.shape[1] < 1 or ed.shape[2] != 4:
+            raise ValueError(f"edges must be ({self.ndim}, nblk, 4), got {ed.shape}")
+        cdef const double[:, :, ::1] ev = ed
+        cdef const double[::1] kd = self._kdelta
+        out = np.empty((self.ndim, 4))
+        cdef double[:, ::1] ov = out
+        cdef Py_ssize_t t
+        cdef GridMotion m
+        for t in range(self.ndim):
+            m = _merge_edges(&ev[t, 0, 0], ed.shape[1], 4, kd[t])
+            ov[t, 0], ov[t, 1], ov[t, 2], ov[t, 3] = m.d_lo, m.d_delta, <double> m.bmin, <double> m.bmax
+        return out
+
+    def part_motion(self, motion, Py_ssize_t first_block):
+        """A part's n * dl/dZ [ndim, n] (after part_sample): the grid's
+        motion (merge_motion's) added at the part's points at z's extremes,
+        where they lie in its blocks (the first of which is the problem's
+        block ``first_block``)."""
+        if self._dZ is None:
+            raise ValueError("call part_gradient first")
+        mo = np.ascontiguousarray(motion, dtype=np.float64)
+        if mo.shape != (self.ndim, 4):
+            raise ValueError(f"motion must be ({self.ndim}, 4), got {mo.shape}")
+        cdef const double[:, ::1] mv = mo
+        cdef const double* edge = self.edgep
+        cdef Py_ssize_t t, bmin, bmax, n = self.n, nblk = self.nblk
+        cdef double* at_min
+        cdef double* at_max
+        for t in range(self.ndim):
+            bmin = <Py_ssize_t> mv[t, 2] - first_block
+            bmax = <Py_ssize_t> mv[t, 3] - first_block
+            at_min = &self.dZp[t * n + <Py_ssize_t> edge[(t * nblk + bmin) * _EDGE + 4]] if 0 <= bmin < nblk else NULL
+            at_max = &self.dZp[t * n + <Py_ssize_t> edge[(t * nblk + bmax) * _EDGE + 5]] if 0 <= bmax < nblk else NULL
+            _grid_motion(at_min, at_max, mv[t, 0], mv[t, 1], self.nbin)
+        return self._dZ
 
 
 cdef class InterpGrid(_GridEvaluator):

@@ -112,7 +112,7 @@ cdef void _grad(const Problem* P, const double* z, Column* col, double* gz, int 
             imin = i
         if z[i] > z[imax]:
             imax = i
-    _grid_motion(gz, imin, imax, d_lo, d_delta, P.nbin)
+    _grid_motion(&gz[imin], &gz[imax], d_lo, d_delta, P.nbin)
 
 
 cdef ColumnKind _LINEAR = ColumnKind(setup=_setup, bin_weights=_bin_weights, grad=_grad, sample_terms=NULL)

@@ -13,8 +13,8 @@ from cython.parallel cimport prange
 from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
-from pyopnb._core.common cimport _block_partials, _data_or_null, _reduce_blocks, _thread_id
-from pyopnb._core.passes cimport Column, Problem, _point_weight, _terms_mean
+from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
+from pyopnb._core.passes cimport Column, Problem, _point_weight
 from pyopnb._core.posteriors cimport Priors, _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
                                    pyopnb_log_products, pyopnb_running)
@@ -70,30 +70,11 @@ cdef class RGridTables(GridTables):
                         have_decays=not sp.sparse)
             _grid_sums(P, col, sp, &g, inner)
 
-    def value_and_posteriors(self, const double[::1] PI, bint posteriors):
-        """(l with linear binning, posteriors [n, K] with simple binning or
-        None) with priors PI, each point's densities read at its grid point,
-        as R's f_NB_cpp and df_NB_cpp, and combined from their products
-        (_row_posterior_products)."""
-        post = self._terms_and_posteriors(PI, posteriors)
-        cdef const double[::1] tv = self._terms
-        return _terms_mean(&tv[0], &self.wk.P), post
-
-    def part_value(self, const double[::1] PI, bint posteriors):
-        """A part's value_and_posteriors: its blocks' sums of their points'
-        terms (their weights times their log posteriors, [nblk]; the whole
-        problem's l is their sum in block order over its total weight), and
-        the posteriors, kept for part_gradient (None without them)."""
-        post = self._terms_and_posteriors(PI, posteriors)
-        sums = np.zeros(self.nblk)
-        cdef double[::1] sv = sums
-        cdef const double[::1] tv = self._terms
-        if self.n:
-            _block_partials(&tv[0], self.wk.P.w, self.n, self.B, &sv[0])
-        return sums, post
-
     def _terms_and_posteriors(self, const double[::1] PI, bint posteriors):
-        """The points' terms (into _terms) and their posteriors (or None)."""
+        """The points' terms with linear binning and their posteriors with
+        simple binning (or None), each point's densities read at its grid
+        point, as R's f_NB_cpp and df_NB_cpp, and combined from their
+        products (_row_posterior_products)."""
         logprior = self._check_built(PI)
         if posteriors and self.S_simple is None:
             raise ValueError("tables built without the gradient's")
@@ -440,6 +421,10 @@ cdef class RGridTables(GridTables):
             i1 = min(n, i0 + B)
             for i in range(i0, i1):
                 dZ[t * n + i] -= P.wpth[i] * D_c[t * TK + self.cellsp[t * n + i] * K + P.y[i]]
+
+    def part_tables(self):
+        """The grid side's tables a part's set_tables takes: (S_lin, S_simple, D_simple)."""
+        return (self.S_lin, self.S_simple, self.D_simple)
 
     def set_tables(self, const double[::1] lo, const double[::1] delta, S_lin, S_simple, D_simple):
         """A part's tables, the grid side's merge_parts' (S_lin, and with a

@@ -30,7 +30,7 @@ from .._validation import _ROW_NAMES_ANY, _ROW_NAMES_FIRST, _frame, _refuse_r_ro
 from ..labels import factor_levels
 from ..model import _predictable, predict_arrays, projection
 from ..part_fit import ProjectionFit, fit_projection as _fit_projection
-from ..parts import BlockLayout, PartSpec, PartsEvaluator
+from ..parts import R_GRID, BlockLayout, PartObjective, PartSpec, PartsEvaluator
 from ._runner import DaskRunner
 from .estimator import DaskOPNBClassifier
 
@@ -84,13 +84,15 @@ def _client(client: Optional[Any]) -> Tuple[Any, Optional[Any]]:
 
 
 def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Optional[Any] = None,
-              threads: int = 1) -> PartsEvaluator:
-    """R's binned objective and its gradient with the rows on a Dask cluster.
+              threads: int = 1, objective: PartObjective = R_GRID) -> PartsEvaluator:
+    """A binned objective and its gradient with the rows on a Dask cluster.
 
-    The same bits as ``pyopnb.evaluation.Evaluator`` over ``r_grid`` on one
-    machine, whatever the chunking (:class:`pyopnb.parts.PartsEvaluator`
-    over a :class:`pyopnb.dask.DaskRunner`). Close it with
-    ``.runner.close()``, which drops the rows from the workers.
+    The same bits as the objective's evaluator on one machine, whatever the
+    chunking (:class:`pyopnb.parts.PartsEvaluator` over a
+    :class:`pyopnb.dask.DaskRunner`): ``pyopnb.evaluation.Evaluator`` over
+    ``r_grid`` (R's, the default) or ``NormalisedEvaluator`` over
+    ``interp_grid`` (the journal's, ``objective=pyopnb.parts.JOURNAL_GRID``).
+    Close it with ``.runner.close()``, which drops the rows from the workers.
 
     Parameters
     ----------
@@ -108,12 +110,16 @@ def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Option
         The cluster's client (default: the active one).
     threads : int, default 1
         Each task's threads.
+    objective : pyopnb.parts.PartObjective, default R_GRID
+        The objective: ``pyopnb.parts.R_GRID`` or ``pyopnb.parts.JOURNAL_GRID``.
 
     Returns
     -------
     PartsEvaluator
         ``value(V)``, ``value_and_grad(V)`` and ``order_columns(V)``.
     """
+    if not isinstance(objective, PartObjective):
+        raise TypeError(f"objective must be pyopnb.parts.R_GRID or JOURNAL_GRID, got {objective!r}")
     if client is None:
         client = distributed.get_client()
     X = da.asarray(X)
@@ -126,8 +132,8 @@ def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Option
     h = np.ascontiguousarray(h, dtype=np.float64)
     PI = np.ascontiguousarray(PI, dtype=np.float64)
     counts = np.asarray(client.compute(da.bincount(yc, minlength=PI.size)).result())  # counted on the workers
-    spec = PartSpec(h=h, PI=PI, counts=counts, n=n, nbin=int(nbin), threads=int(threads))
-    return PartsEvaluator(DaskRunner(client, Xc, yc, spec), spec)
+    spec = PartSpec(h=h, PI=PI, counts=counts, n=n, nbin=int(nbin), threads=int(threads), objective=objective)
+    return objective.evaluator(DaskRunner(client, Xc, yc, spec), spec)
 
 
 def _in_memory_frame(data: Any) -> Any:

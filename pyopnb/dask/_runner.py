@@ -33,21 +33,22 @@ _LOCK = threading.Lock()
 
 
 def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
-              chunks: Sequence[int], data: Sequence[np.ndarray], rerun_last: bool) -> List[Tuple[Any, Any]]:
-    """On a worker: each of ``chunks``' parts brought to the end of
+              chunks: Sequence[Tuple[int, int]], data: Sequence[np.ndarray],
+              rerun_last: bool) -> List[Tuple[Any, Any]]:
+    """On a worker: each of ``chunks``' parts (chunk, its first block) brought to the end of
     ``history`` (the evaluation's passes so far, each (method, args)),
     whose rows X and codes y0 are ``data`` (X_0, y_0, X_1, y_1, ...), with
     the last pass's result (None where it was not made here). A part not at
     the pass before replays the evaluation's passes from the start;
     ``rerun_last``: the last pass is made even where the part made it."""
     out = []
-    for c, chunk in enumerate(chunks):
+    for c, (chunk, first_block) in enumerate(chunks):
         X, y0 = data[2 * c], data[2 * c + 1]
         key = (token, chunk)
         with _LOCK:
             entry = _PARTS.get(key)
             if entry is None:
-                entry = _PARTS[key] = [RowPart(X, y0, spec), (-1, 0)]
+                entry = _PARTS[key] = [RowPart(X, y0, spec, first_block), (-1, 0)]
         part, done = entry
         # the rows are the task's (Dask's, which it may spill between tasks), not kept by the part
         part.X = np.ascontiguousarray(X, dtype=np.float64)
@@ -70,13 +71,14 @@ def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tup
 
 
 def _part_pass(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
-               chunks: Sequence[int], *data: np.ndarray) -> List[Any]:
+               chunks: Sequence[Tuple[int, int]], *data: np.ndarray) -> List[Any]:
     """On a worker: the last pass of ``history`` for each of ``chunks`` (:func:`_parts_at`)."""
     return [result for _, result in _parts_at(token, spec, evaluation, history, chunks, data, True)]
 
 
 def _part_fold(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
-               chunks: Sequence[int], names: Sequence[str], carry: Any, *data: np.ndarray) -> List[np.ndarray]:
+               chunks: Sequence[Tuple[int, int]], names: Sequence[str], carry: Any,
+               *data: np.ndarray) -> List[np.ndarray]:
     """On a worker: the kept arrays ``names`` of the last pass of
     ``history``, folded over ``chunks`` in order onto ``carry`` (the
     chunks' before them; None: the first)."""
@@ -117,7 +119,8 @@ class DaskRunner:
             raise ValueError("X and y0 must be chunked alike along the rows")
         if len(X.chunks[1]) != 1:
             raise ValueError("X must be one chunk across its columns")
-        spec.layout.check_bounds(np.concatenate([[0], np.cumsum(X.chunks[0])]))
+        # each chunk's first block: a part's own blocks are numbered from it
+        self._first = spec.layout.check_bounds(np.concatenate([[0], np.cumsum(X.chunks[0])]))[:-1]
         self.client = client
         self.spec = spec
         self.token = uuid.uuid4().hex
@@ -131,6 +134,10 @@ class DaskRunner:
         self._current = -1
         self.evaluations = 0
         self._history: List[Tuple[str, Any]] = []
+
+    def _placed(self, chunks: Sequence[int]) -> List[Tuple[int, int]]:
+        """Each chunk with its first block."""
+        return [(c, self._first[c]) for c in chunks]
 
     def _owners(self) -> List[str]:
         """The worker holding each chunk now (by its X; "" where none does), in row order."""
@@ -160,7 +167,7 @@ class DaskRunner:
             data = [f for c in chunks for f in self._data[c]]
             where = dict(workers=[worker], allow_other_workers=True) if worker else {}
             futures.append(self.client.submit(_part_pass, self.token, self.spec, self._current, list(self._history),
-                                              chunks, *data, pure=False, **where))
+                                              self._placed(chunks), *data, pure=False, **where))
         results: List[Any] = [None] * len(self._data)
         for chunks, res in zip(groups.values(), self.client.gather(futures)):
             for c, r in zip(chunks, res):
@@ -180,7 +187,7 @@ class DaskRunner:
             data = [f for c in chunks for f in self._data[c]]
             where = dict(workers=[worker], allow_other_workers=True) if worker else {}
             carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history),
-                                       chunks, tuple(names), carry, *data, pure=False, **where)
+                                       self._placed(chunks), tuple(names), carry, *data, pure=False, **where)
         return self.client.gather(carry)
 
     def close(self) -> None:
