@@ -6,7 +6,7 @@ the LDA comparator; every sum and eigenvector is computed in a fixed order
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
@@ -14,7 +14,8 @@ from . import _threads
 from ._core import colstats, linalg as _linalg
 from .weights import class_totals, weighted_colmeans, weighted_cov
 
-__all__ = ["within_between", "inv_sqrt", "discriminant_directions", "lda_start"]
+__all__ = ["within_between", "pooled", "inv_sqrt", "discriminant_directions", "directions_from", "lda_start",
+           "start_from"]
 
 # eigenvalues of a covariance below this share of the largest count as zero
 RANK_TOL = 1e-10
@@ -37,17 +38,23 @@ def within_between(Xs: np.ndarray, codes: np.ndarray, K: int,
         means = _linalg.crossprod(onehot, Xs, thr) / counts[:, None]
         R = np.ascontiguousarray(Xs - means[codes])
         Sw = _linalg.crossprod(R, R, thr) / n
-        M = np.ascontiguousarray(means - colstats.r_colsums(np.ascontiguousarray(Xs)) / n)
-        Sb = _linalg.crossprod(np.ascontiguousarray(M * counts[:, None]), M, thr) / n
-        return (Sw + Sw.T) / 2, (Sb + Sb.T) / 2
+        return pooled(Sw, means, colstats.r_colsums(np.ascontiguousarray(Xs)) / n, counts, n, thr)
     totals = class_totals(codes, K, w)
     W = math.fsum(w)
     onehot[np.arange(n), codes] = w
     means = _linalg.crossprod(onehot, Xs, thr) / totals[:, None]
     R = np.ascontiguousarray(Xs - means[codes])
     Sw = _linalg.crossprod(np.ascontiguousarray(R * w[:, None]), R, thr) / W
-    M = np.ascontiguousarray(means - weighted_colmeans(Xs, w, thr))
-    Sb = _linalg.crossprod(np.ascontiguousarray(M * totals[:, None]), M, thr) / W
+    return pooled(Sw, means, weighted_colmeans(Xs, w, thr), totals, W, thr)
+
+
+def pooled(Sw: np.ndarray, means: np.ndarray, mean: np.ndarray, sizes: np.ndarray, total: float,
+           threads: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(Sigma_W, Sigma_B) from Sigma_W's sum over the total, the class means
+    [K, d], the overall mean and the classes' sizes [K] (counts or weights)
+    out of ``total``: each made exactly symmetric."""
+    M = np.ascontiguousarray(means - mean)
+    Sb = _linalg.crossprod(np.ascontiguousarray(M * sizes[:, None]), M, threads) / total
     return (Sw + Sw.T) / 2, (Sb + Sb.T) / 2
 
 
@@ -69,7 +76,11 @@ def discriminant_directions(X: np.ndarray, codes: np.ndarray, K: int, threads: O
     leading eigenvectors of Sigma_W^+ Sigma_B. Only the r <= K - 1 directions
     whose eigenvalue exceeds 1e-10 of the largest are kept. Sigma_W's
     pseudo-inverse (on its range) serves where it is singular."""
-    Sw, Sb = within_between(np.ascontiguousarray(X, dtype=np.float64), codes, K, threads, w)
+    return directions_from(*within_between(np.ascontiguousarray(X, dtype=np.float64), codes, K, threads, w), K)
+
+
+def directions_from(Sw: np.ndarray, Sb: np.ndarray, K: int) -> Tuple[np.ndarray, np.ndarray]:
+    """:func:`discriminant_directions` from Sigma_W and Sigma_B."""
     W, _ = inv_sqrt(Sw)
     vals, vecs = _linalg.eigh(_linalg.matmul(_linalg.matmul(W, Sb), W))
     top = max(vals[0], 0.0) if vals.size else 0.0
@@ -91,10 +102,22 @@ def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int, threads: Opt
     Eigenvectors come from :func:`pyopnb._core.linalg.eigh` (its sign convention:
     each vector's largest entry positive), products in a fixed order.
     """
-    d = Xs.shape[1]
     thr = _threads.resolve(threads)
     Xs = np.ascontiguousarray(Xs, dtype=np.float64)
-    D = np.ascontiguousarray(discriminant_directions(Xs, codes, K, thr, w)[0][:, :ndim])
+
+    def cov_without(Q: Optional[np.ndarray]) -> np.ndarray:
+        Xp = np.ascontiguousarray(Xs - _linalg.matmul(_linalg.matmul(Xs, Q, thr), Q.T, thr)) if Q is not None else Xs
+        return colstats.r_cov(Xp, thr) if w is None else weighted_cov(Xp - weighted_colmeans(Xp, w, thr), w, thr)
+
+    return start_from(discriminant_directions(Xs, codes, K, thr, w)[0], Xs.shape[1], ndim, cov_without, thr)
+
+
+def start_from(D: np.ndarray, d: int, ndim: int, cov_without: Callable[[Optional[np.ndarray]], np.ndarray],
+               threads: int) -> np.ndarray:
+    """:func:`lda_start` from the discriminant directions D [d, r] and
+    ``cov_without(Q)``, the data's covariance with the columns of Q
+    projected out (None: the data's own)."""
+    D = np.ascontiguousarray(D[:, :ndim])
     r = D.shape[1]
     if r:
         D /= colstats.col_norms(D)
@@ -102,11 +125,10 @@ def lda_start(Xs: np.ndarray, codes: np.ndarray, K: int, ndim: int, threads: Opt
         return np.ascontiguousarray(D)
     # principal components of the data with the discriminant directions projected out
     Q = _linalg.orthonormal(D) if r else np.zeros((d, 0))
-    Xp = np.ascontiguousarray(Xs - _linalg.matmul(_linalg.matmul(Xs, Q, thr), Q.T, thr)) if r else Xs
-    C = colstats.r_cov(Xp, thr) if w is None else weighted_cov(Xp - weighted_colmeans(Xp, w, thr), w, thr)
+    C = cov_without(Q if r else None)
     pvals, pvecs = _linalg.eigh(C)
     # the PCs are orthogonal to Q where C has rank; make sure, then complete
-    P = pvecs - _linalg.matmul(Q, _linalg.crossprod(Q, pvecs, thr)) if r else pvecs
+    P = pvecs - _linalg.matmul(Q, _linalg.crossprod(Q, pvecs, threads)) if r else pvecs
     norms = colstats.col_norms(P)
     cols = [P[:, j] / norms[j] for j in range(d) if norms[j] > 1e-8][: ndim - r]
     V = np.column_stack([D] + cols) if cols else D

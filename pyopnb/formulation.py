@@ -89,6 +89,42 @@ class Setup:
         return self.evaluator.problem
 
 
+@dataclass
+class PartSetup:
+    """What a formulation hands a fit on rows held in parts
+    (:mod:`pyopnb.part_fit`): the scaling and pre-scaling, the map from the
+    raw rows to the rows the objective reads (``pyopnb.part_stats.RowMap``),
+    the start V, the class bandwidths h, the penalty, the objective over the
+    parts (``pyopnb.parts.PartObjective``), the settings that fix the fit's
+    path besides the data (a checkpoint's key), and whether the fit keeps
+    its start where R's gradient would fail (None: no such check)."""
+
+    mu: np.ndarray
+    scales: np.ndarray
+    prescale: Optional[np.ndarray]
+    rows: Any
+    V: np.ndarray
+    h: np.ndarray
+    lam: float
+    pen: Optional[Callable[[np.ndarray], float]]
+    dpen: Optional[Callable[[np.ndarray], np.ndarray]]
+    objective: Any
+    key: Tuple[Any, ...]
+    r_defects: Optional[bool] = None
+
+
+def given_start(V0: Any, d: int, ndim: int) -> np.ndarray:
+    """A start given as a matrix on the scaled data, checked: a fit on parts
+    takes no function (it would need the rows)."""
+    if callable(V0) or isinstance(V0, str):
+        raise ValueError("a fit on rows in parts takes V0 as a (d, ndim) matrix: a function of the rows, or R's "
+                         "own start, would need them in one place")
+    V = np.asarray(V0, dtype=np.float64)
+    if V.shape != (d, ndim) or not np.all(np.isfinite(V)):
+        raise ValueError(f"V0 must be a finite ({d}, {ndim}) matrix, got shape {V.shape}")
+    return np.ascontiguousarray(V)
+
+
 def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
                        levels: Optional[np.ndarray] = None, threads: Optional[int] = None,
                        w: Optional[np.ndarray] = None) -> np.ndarray:
@@ -101,22 +137,33 @@ def journal_bandwidths(Xs: np.ndarray, codes: np.ndarray, K: int, gamma: float,
     thr = _threads.resolve(threads)
     Xs = np.ascontiguousarray(Xs, dtype=np.float64)
     p = int(np.sum(colstats.r_var(Xs, thr) > 0)) if Xs.shape[0] > 1 else 0
-    p = p or Xs.shape[1]
-    h = np.empty(K)
-    for k in range(K):
+
+    def trace(k: int) -> float:
         Xk = np.ascontiguousarray(Xs[codes == k])
-        name = label_text(levels[k] if levels is not None else k)
-        if Xk.shape[0] < 2:
-            raise ValueError(f"class {name} has {Xk.shape[0]} row: the journal bandwidth needs at least 2 "
-                             f"rows of every class")
         if w is None:
-            tr = colstats.r_sum(colstats.r_var(Xk, thr))
-        else:
-            wk = np.ascontiguousarray(w[codes == k])
-            tr = colstats.r_sum(weighted_var(Xk - weighted_colmeans(Xk, wk, thr), wk, thr))
+            return colstats.r_sum(colstats.r_var(Xk, thr))
+        wk = np.ascontiguousarray(w[codes == k])
+        return colstats.r_sum(weighted_var(Xk - weighted_colmeans(Xk, wk, thr), wk, thr))
+
+    return bandwidths_from(p or Xs.shape[1], np.bincount(codes, minlength=K), trace, gamma, levels)
+
+
+def bandwidths_from(p: int, counts: np.ndarray, trace: Callable[[int], float], gamma: float,
+                    levels: Optional[np.ndarray] = None) -> np.ndarray:
+    """The journal's h_k (:func:`journal_bandwidths`) from p, the classes'
+    rows and ``trace(k)``, the trace of class k's covariance (asked only of
+    a class of two rows or more)."""
+    h = np.empty(len(counts))
+    for k in range(len(counts)):
+        name = label_text(levels[k] if levels is not None else k)
+        nk = int(counts[k])
+        if nk < 2:
+            raise ValueError(f"class {name} has {nk} row: the journal bandwidth needs at least 2 "
+                             f"rows of every class")
+        tr = trace(k)
         if not tr > 0:
             raise ValueError(f"class {name} does not vary (all its rows are equal): its bandwidth would be 0")
-        h[k] = _SILVERMAN_054 * gamma * np.sqrt(tr / p) * Xk.shape[0] ** -0.2
+        h[k] = _SILVERMAN_054 * gamma * np.sqrt(tr / p) * nk ** -0.2
     return h
 
 
@@ -299,6 +346,23 @@ class Formulation:
         """The formulation's l on ``problem`` (no penalty), made once per fit."""
         raise NotImplementedError
 
+    def check_parts(self) -> None:
+        """Whether the formulation is fitted on rows in parts
+        (:meth:`part_setup`); a ValueError saying why not."""
+        raise ValueError(f"the {self.name!r} formulation is not fitted on rows in parts: its binned objective "
+                         f"has no passes over parts (R's and the journal's do)")
+
+    def part_setup(self, parts: Any, n: int, d: int, counts: np.ndarray, levels: np.ndarray, ndim: int,
+                   V0: Any = None, names: Optional[Tuple[str, ...]] = None, threads: int = 1,
+                   block_len: Optional[int] = None) -> PartSetup:
+        """:meth:`setup` on rows held in parts (``pyopnb.part_stats.PartRows``:
+        n rows of d columns, ``counts`` of each class, in the order of
+        ``levels``), to the bit: V0 None (the formulation's start) or a
+        (d, ndim) matrix; ``block_len`` the rows of n's blocks
+        (``pyopnb.parts.BlockLayout``)."""
+        self.check_parts()
+        raise NotImplementedError
+
     def final_columns(self, V: np.ndarray, norms: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The optimum's columns and norms as the model takes them: V's own."""
         return V, norms
@@ -453,6 +517,27 @@ class RFormulation(PenalisedFormulation):
         st.r_defects = bool(self.r_defects)
         return st
 
+    def check_parts(self) -> None:
+        if self.C is not None or self.V0 is not None:
+            raise ValueError("a fit on rows in parts takes R's ridge penalty (C None) and V0 as its argument")
+
+    def part_setup(self, parts: Any, n: int, d: int, counts: np.ndarray, levels: np.ndarray, ndim: int,
+                   V0: Any = None, names: Optional[Tuple[str, ...]] = None, threads: int = 1,
+                   block_len: Optional[int] = None) -> PartSetup:
+        from . import part_stats
+        from .parts import R_GRID
+
+        self.check_parts()
+        mu, scales = part_stats.r_scaling(parts, n, d, self.scale, names)
+        if not np.any(scales) and self.scale:
+            raise ValueError("no column of X varies (every column is constant): there is nothing to project")
+        rows = part_stats.RowMap(mu, scales)
+        V = part_stats.r_start(parts, n, d, ndim, rows) if V0 is None else given_start(V0, d, ndim)
+        pen, dpen = _penalty(None, np.empty((0, d)), np.empty(0), d)
+        h = self.bandwidths(np.empty((0, d)), np.empty(0), len(levels), threads)
+        return PartSetup(mu, scales, None, rows, V, h, self.lam, pen, dpen, R_GRID, (self.lam, self.scale),
+                         bool(self.r_defects))
+
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
         """R's l: exact sums with R's squared priors in the value, or R's
         binned f_NB_cpp / df_NB_cpp (densities read at each point's grid
@@ -542,6 +627,38 @@ class JournalFormulation(Formulation):
         else:
             V = r_start(self.V0, Xs, codes + 1, ndim, thr, w)
         return Setup(mu, scales, prescale, self.evaluator(problem, nbin, thr), V, 0.0, None, None)
+
+    def check_parts(self) -> None:
+        if self.V0 is not None:
+            raise ValueError("a fit on rows in parts takes V0 as its argument")
+
+    def part_setup(self, parts: Any, n: int, d: int, counts: np.ndarray, levels: np.ndarray, ndim: int,
+                   V0: Any = None, names: Optional[Tuple[str, ...]] = None, threads: int = 1,
+                   block_len: Optional[int] = None) -> PartSetup:
+        """:meth:`setup`'s steps on the parts, the rows in the order given
+        (a fit on parts sorts them first, as :func:`canonical_order`)."""
+        from . import part_stats
+        from .parts import JOURNAL_GRID, BlockLayout
+
+        self.check_parts()
+        B = BlockLayout(n).block_len if block_len is None else block_len
+        counts = np.asarray(counts, dtype=np.int64)
+        mu, scales = part_stats.r_scaling(parts, n, d, True, names)
+        rows = part_stats.RowMap(mu, scales)
+        prescale = None
+        if self.prescale:
+            prescale, _ = inv_sqrt(part_stats.within_between(parts, n, d, counts, rows, B, threads)[0])
+            rows = part_stats.RowMap(mu, scales, prescale)
+        p = int(np.sum(part_stats.r_var(parts, n, d, rows) > 0)) if n > 1 else 0
+        h = bandwidths_from(p or d, counts,
+                            lambda k: colstats.r_sum(part_stats.r_var(parts, int(counts[k]), d, rows.of_class(k))),
+                            self.gamma, levels)
+        if V0 is None:
+            V = part_stats.lda_start(parts, n, d, counts, ndim, rows, B, threads)
+        else:
+            V = given_start(V0, d, ndim)
+        return PartSetup(mu, scales, prescale, rows, V, h, 0.0, None, None, JOURNAL_GRID,
+                         (self.name, self.gamma, bool(self.prescale), h))
 
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
         """l(V-bar), V's columns normalised, and its gradient in V: exact

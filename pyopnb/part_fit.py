@@ -1,13 +1,16 @@
-"""R's OPNB fit with the rows in parts: the single machine's projection, to the bit.
+"""OPNB fits with the rows in parts: the single machine's projection, to the bit.
 
-The driver (:func:`fit_projection`) holds no row: R's scaling and start
-come from the parts' chained column sums (:mod:`pyopnb.part_stats`), the
-objective and its gradient from the parts' blocks
+The driver (:func:`fit_projection`) holds no row: the formulation's
+set-up (R's scaling and start; the journal's scaling, pre-scaling,
+bandwidths and LDA start) comes from the parts' chained column sums and
+block partials (:mod:`pyopnb.part_stats`, the formulation's
+``part_setup``), the objective and its gradient from the parts' blocks
 (:class:`pyopnb.parts.PartsEvaluator`), and L-BFGS-B runs as
 :func:`pyopnb.OPNB` runs it (:mod:`pyopnb.fitting`'s driver). The result,
-:class:`ProjectionFit`, is what ``pyopnb.OPNB`` would fit on the same rows
-in the same order with R's binned objective: the same V, bandwidths,
-priors, scaling and fval, bit for bit.
+:class:`ProjectionFit`, is what ``pyopnb.OPNB`` (or
+``pyopnb.opnb_journal``) would fit on the same rows in the same order with
+its binned objective: the same V, bandwidths, priors, scaling and fval,
+bit for bit.
 """
 from __future__ import annotations
 
@@ -20,9 +23,9 @@ from . import _threads, part_stats
 from ._validation import as_nbin, check_maxit, check_ndim, check_priors
 from .checkpoint import Checkpointed, fit_key
 from .fitting import Callback, _Objective, _optimise, final_projection, warn_r_failure
-from .formulation import RFormulation, Setup, _penalty
+from .formulation import Formulation, JournalFormulation, RFormulation, Setup, canonical_order
 from .labels import factor_levels
-from .parts import LocalRunner, PartSpec, PartsEvaluator, split
+from .parts import BlockLayout, LocalRunner, PartSpec, PartsEvaluator, split
 from .r_failures import R_UNDERFLOW, RFailure
 
 __all__ = ["ProjectionFit", "fit_projection", "fit_projection_local"]
@@ -76,31 +79,31 @@ class ProjectionFit:
     counts: np.ndarray
 
 
-def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np.ndarray, PartSpec], Any],
-                   n: int, d: int, counts: Sequence[int], levels: np.ndarray, *, ndim: Optional[int] = None,
-                   lam: float = 1e-3, V0: Any = None, scale: bool = True, nbin: int = 1000, maxit: int = 100,
+def fit_projection(parts: part_stats.PartRows, runner_for: Callable[[part_stats.RowMap, PartSpec], Any],
+                   n: int, d: int, counts: Sequence[int], levels: np.ndarray, form: Formulation, *,
+                   ndim: Optional[int] = None, V0: Any = None, nbin: int = 1000, maxit: int = 100,
                    threads: int = 1, callback: Optional[Callback] = None, names: Optional[Tuple[str, ...]] = None,
-                   caller: str = "OPNB", checkpoint: Any = None, priors: Any = None, r_defects: bool = False,
+                   caller: str = "OPNB", checkpoint: Any = None, priors: Any = None,
                    stacklevel: int = 2) -> ProjectionFit:
-    """R's OPNB (its defaults, R's binned objective) on rows in parts.
+    """A formulation's binned fit (R's or the journal's) on rows in parts.
 
-    ``chain``: the parts' chained column sums over the raw rows
-    (:mod:`pyopnb.part_stats`); ``runner_for(mu, scales, spec)``: a runner
-    over the standardised rows (X - mu) * scales, their class codes and
-    spec (:class:`pyopnb.parts.PartsEvaluator`'s). ``counts``: each class's
-    rows. The other arguments are :func:`pyopnb.OPNB`'s; V0 None (R's start)
-    or a (d, ndim) matrix on the scaled data. ``checkpoint``: a file that
-    records the evaluations, and that a fit stopped anywhere resumes from
-    with the same bits (:mod:`pyopnb.checkpoint`). ``priors``: the class
-    priors, as :func:`pyopnb.OPNB`'s (a mapping from label to prior, or one
-    per class in the order of ``levels``; default the class proportions).
-    ``r_defects``: where R's gradient sums would not be finite at an
-    evaluated V, R's OPNB stops and keeps its start; True does so too, False
-    goes on and warns (:class:`pyopnb.RDefectWarning`), as
-    :func:`pyopnb.OPNB`. ``stacklevel``: the user's call, counted as
-    ``warnings.warn`` counts it, from this function (1).
+    ``parts``: the raw rows and their class codes in parts
+    (:class:`pyopnb.part_stats.PartRows`), in the order the formulation
+    fits them; ``runner_for(rows, spec)``: a runner over the rows as
+    ``rows`` (a :class:`pyopnb.part_stats.RowMap`) maps them, their class
+    codes and spec (:class:`pyopnb.parts.PartsEvaluator`'s). ``counts``:
+    each class's rows. The other arguments are :func:`pyopnb.OPNB`'s; V0
+    None (the formulation's start) or a (d, ndim) matrix on the scaled
+    data. ``checkpoint``: a file that records the evaluations, and that a
+    fit stopped anywhere resumes from with the same bits
+    (:mod:`pyopnb.checkpoint`). ``priors``: the class priors, as
+    :func:`pyopnb.OPNB`'s (a mapping from label to prior, or one per class
+    in the order of ``levels``; default the class proportions). Where R's
+    gradient sums would not be finite at an evaluated V, R's formulation
+    warns (:class:`pyopnb.RDefectWarning`) or, with ``r_defects``, keeps
+    its start, as :func:`pyopnb.OPNB`. ``stacklevel``: the user's call,
+    counted as ``warnings.warn`` counts it, from this function (1).
     """
-    form = RFormulation(lam=lam, scale=scale, r_defects=r_defects)
     K = len(levels)
     counts = np.asarray(counts, dtype=np.int64)
     if K < 2:
@@ -114,35 +117,25 @@ def fit_projection(chain: part_stats.Chain, runner_for: Callable[[np.ndarray, np
     nd = check_ndim(ndim, d)
     maxit = check_maxit(maxit)
     given = check_priors(priors, levels)
-    mu, scales = part_stats.r_scaling(chain, n, d, form.scale, names)
-    if not np.any(scales) and form.scale:
-        raise ValueError("no column of X varies (every column is constant): there is nothing to project")
-    if V0 is None:
-        V = part_stats.r_start(chain, n, d, nd, mu, scales)
-    else:
-        V = np.ascontiguousarray(V0, dtype=np.float64)
-        if V.shape != (d, nd) or not np.all(np.isfinite(V)):
-            raise ValueError(f"V0 must be a finite ({d}, {nd}) matrix, got shape {V.shape}")
+    ps = form.part_setup(parts, n, d, counts, levels, nd, V0, names, threads, BlockLayout(n).block_len)
     PI = counts / float(n) if given is None else given
-    spec = PartSpec(h=form.bandwidths(np.empty((0, d)), np.empty(0), K, threads), PI=PI, counts=counts, n=n,
-                    nbin=nbin_v, threads=threads)
-    parts = PartsEvaluator(runner_for(mu, scales, spec), spec)
-    evaluator: Any = parts
+    spec = PartSpec(h=ps.h, PI=PI, counts=counts, n=n, nbin=nbin_v, threads=threads, objective=ps.objective)
+    evaluator = grid_side = ps.objective.evaluator(runner_for(ps.rows, spec), spec)
     if checkpoint is not None:
         # the priors enter the key only where given: a record of a fit with the class proportions keeps its key
-        key = fit_key(n, d, counts, np.asarray([str(v) for v in levels]), nbin_v, form.lam, form.scale, mu, scales,
-                      V, *(() if given is None else (PI,)))
+        key = fit_key(n, d, counts, np.asarray([str(v) for v in levels]), nbin_v, *ps.key, ps.mu, ps.scales, ps.V,
+                      *(() if given is None else (PI,)))
         evaluator = Checkpointed(evaluator, checkpoint, key)
-    pen, dpen = _penalty(None, np.empty((0, d)), np.empty(0), d)
-    st = Setup(mu, scales, None, evaluator, V, form.lam, pen, dpen)  # type: ignore[arg-type]
-    st.r_failure, st.r_defects = _r_failure(parts), form.r_defects
+    st = Setup(ps.mu, ps.scales, ps.prescale, evaluator, ps.V, ps.lam, ps.pen, ps.dpen)  # type: ignore[arg-type]
+    if ps.r_defects is not None:
+        st.r_failure, st.r_defects = _r_failure(grid_side), ps.r_defects
     obj = _Objective(st, d, nd)
     Vopt, convergence = _optimise(obj, st.V, maxit, callback, form, nbin_v, caller)
     if obj.r_failed is not None and not st.r_defects:
         warn_r_failure(obj, levels, caller, stacklevel)
     Vm, h, fval = final_projection(st, obj, Vopt, form, spec.h, threads)
-    return ProjectionFit(V=Vm, h=h, PI=PI, mu=mu, scales=scales, fval=fval, convergence=int(convergence),
-                         levels=levels, lam=form.lam, nbin=nbin_v, n=n, counts=counts)
+    return ProjectionFit(V=Vm, h=h, PI=PI, mu=ps.mu, scales=ps.scales, fval=fval, convergence=int(convergence),
+                         levels=levels, lam=ps.lam, nbin=nbin_v, n=n, counts=counts)
 
 
 def _r_failure(parts: PartsEvaluator) -> Callable[[np.ndarray], Optional[RFailure]]:
@@ -160,21 +153,29 @@ def _r_failure(parts: PartsEvaluator) -> Callable[[np.ndarray], Optional[RFailur
     return r_failure
 
 
-def fit_projection_local(X: Any, y: Any, bounds: Sequence[int], **kwargs: Any) -> ProjectionFit:
+def fit_projection_local(X: Any, y: Any, bounds: Sequence[int], form: Optional[Formulation] = None,
+                         **kwargs: Any) -> ProjectionFit:
     """:func:`fit_projection` on rows held here, split at ``bounds`` (on
     block boundaries, :class:`pyopnb.parts.BlockLayout`): the reference
-    that a distributed fit's parts are checked against."""
+    that a distributed fit's parts are checked against. ``form``: R's (the
+    default, :class:`pyopnb.formulation.RFormulation`) or the journal's,
+    whose rows are fitted in :func:`pyopnb.formulation.canonical_order`."""
+    form = RFormulation() if form is None else form
     Xa = np.ascontiguousarray(X, dtype=np.float64)
     levels, codes, _ = factor_levels(y)
+    if isinstance(form, JournalFormulation):
+        order = canonical_order(Xa, codes)
+        Xa, codes = np.ascontiguousarray(Xa[order]), codes[order]
     n, d = Xa.shape
     threads = _threads.resolve(kwargs.get("threads", 1))
     kwargs["threads"] = threads
-    pieces = [Xa[a:b] for a, b in zip(bounds, bounds[1:])]
+    y0 = codes.astype(np.int32)
+    pieces = [(Xa[a:b], y0[a:b]) for a, b in zip(bounds, bounds[1:])]
 
-    def runner_for(mu: np.ndarray, scales: np.ndarray, spec: PartSpec) -> LocalRunner:
-        Xs = part_stats.standardised(Xa, mu, scales, threads)
-        return LocalRunner(split(Xs, codes.astype(np.int32), spec, bounds))
+    def runner_for(rows: part_stats.RowMap, spec: PartSpec) -> LocalRunner:
+        return LocalRunner(split(rows.apply(Xa, threads), y0, spec, bounds))
 
     kwargs.setdefault("stacklevel", 3)
-    return fit_projection(part_stats.local_chain(pieces, threads), runner_for, n, d,
-                          np.bincount(codes, minlength=levels.size), levels, **kwargs)
+    parts = part_stats.LocalRows([p[0] for p in pieces], [p[1] for p in pieces], threads)
+    return fit_projection(parts, runner_for, n, d, np.bincount(codes, minlength=levels.size), levels, form,
+                          **kwargs)

@@ -7,6 +7,7 @@ import pytest
 
 from pyopnb import parts
 from pyopnb.datasets import load_pima
+from pyopnb.formulation import RFormulation
 from pyopnb.part_fit import fit_projection_local
 
 pytestmark = pytest.mark.filterwarnings("ignore::pyopnb.ConvergenceWarning")
@@ -73,7 +74,7 @@ def test_another_fits_checkpoint_is_refused_and_kept(pima, tmp_path):
     fit_projection_local(X, y, bounds, ndim=2, maxit=2, checkpoint=path)
     before = path.read_bytes()
     with pytest.raises(ValueError, match="another fit"):
-        fit_projection_local(X, y, bounds, ndim=2, lam=1e-2, checkpoint=path)
+        fit_projection_local(X, y, bounds, RFormulation(lam=1e-2), ndim=2, checkpoint=path)
     with pytest.raises(ValueError, match="another fit"):
         fit_projection_local(X[:, ::-1], y, bounds, ndim=2, checkpoint=path)
     assert path.read_bytes() == before

@@ -46,6 +46,12 @@ def reference(data):
     return pyopnb.OPNB(X, y, ndim=2, nbin=300)
 
 
+@pytest.fixture(scope="module")
+def journal_reference(data):
+    X, y = data
+    return pyopnb.opnb_journal(X, y, ndim=3, nbin=300, gamma=1.5)
+
+
 @pytest.mark.parametrize("rows", [N, BlockLayout(N).block_len, 2 * BlockLayout(N).block_len, 30000])
 def test_a_fit_is_the_single_machines_for_any_chunking(client, data, reference, rows):
     X, y = data
@@ -108,16 +114,29 @@ class _Killing:
         return self.runner.fold(names)
 
 
-@pytest.mark.parametrize("after", ["extremes", "bin", "value"])
-def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, after):
-    X, y = data
-    y0 = y.astype(np.int32)
-    h = np.ones(3)
+def _single_and_cluster(client, X, y0, journal, chunks):
+    """The single machine's evaluator and the cluster's, of R's objective or the journal's."""
+    from pyopnb.parts import JOURNAL_GRID, R_GRID
+
+    h = np.array([0.4, 0.5, 0.45]) if journal else np.ones(3)
     PI = np.bincount(y0, minlength=3) / N
     prob = ev.check_problem(X, y0, PI, h)
-    V = np.random.default_rng(2).normal(size=(5, 2)) * 1e-2
-    f0, G0 = ev.Evaluator(prob, ev.r_grid(prob, 300, 1), 300, 1).value_and_grad(V)
-    P = pdk.evaluator(da.from_array(X, chunks=(46667, 5)), da.from_array(y0, chunks=46667), h, PI, 300, client)
+    if journal:
+        single = ev.NormalisedEvaluator(prob, ev.interp_grid(prob, 300, 1), 300, 1)
+    else:
+        single = ev.Evaluator(prob, ev.r_grid(prob, 300, 1), 300, 1)
+    P = pdk.evaluator(da.from_array(X, chunks=(chunks, 5)), da.from_array(y0, chunks=chunks), h, PI, 300, client,
+                      objective=JOURNAL_GRID if journal else R_GRID)
+    return single, P
+
+
+@pytest.mark.parametrize("journal, after", [(False, "extremes"), (False, "bin"), (False, "value"),
+                                            (True, "sample")])
+def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, journal, after):
+    X, y = data
+    V = np.random.default_rng(2).normal(size=(5, 2)) * (1.0 if journal else 1e-2)
+    single, P = _single_and_cluster(client, X, y.astype(np.int32), journal, 46667)
+    f0, G0 = single.value_and_grad(V)
     try:
         P.runner = _Killing(P.runner, after)
         with warnings.catch_warnings():
@@ -134,69 +153,49 @@ def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, after):
 
 @pytest.mark.parametrize("rows", [N, BlockLayout(N).block_len, 2 * BlockLayout(N).block_len])
 def test_the_journals_objective_on_the_cluster_is_the_single_machines(client, data, rows):
-    from pyopnb.parts import JOURNAL_GRID
-
     X, y = data
-    y0 = y.astype(np.int32)
-    h = np.array([0.4, 0.5, 0.45])
-    PI = np.bincount(y0, minlength=3) / N
-    prob = ev.check_problem(X, y0, PI, h)
-    E = ev.NormalisedEvaluator(prob, ev.interp_grid(prob, 300, 1), 300, 1)
+    E, P = _single_and_cluster(client, X, y.astype(np.int32), True, rows)
     V = np.random.default_rng(3).normal(size=(5, 3))
     f0, G0 = E.value_and_grad(V)
-    P = pdk.evaluator(da.from_array(X, chunks=(rows, 5)), da.from_array(y0, chunks=rows), h, PI, 300, client,
-                      objective=JOURNAL_GRID)
     try:
         f1, G1 = P.value_and_grad(V)
         assert f1 == f0 and np.array_equal(G1, G0)
         assert P.order_columns(V) == E.order_columns(V)
     finally:
         P.runner.close()
-
-
-def test_a_worker_killed_after_the_journals_sample_pass_changes_no_bit(client, data):
-    from pyopnb.parts import JOURNAL_GRID
-
-    X, y = data
-    y0 = y.astype(np.int32)
-    h = np.array([0.4, 0.5, 0.45])
-    PI = np.bincount(y0, minlength=3) / N
-    prob = ev.check_problem(X, y0, PI, h)
-    V = np.random.default_rng(4).normal(size=(5, 2))
-    f0, G0 = ev.NormalisedEvaluator(prob, ev.interp_grid(prob, 300, 1), 300, 1).value_and_grad(V)
-    P = pdk.evaluator(da.from_array(X, chunks=(46667, 5)), da.from_array(y0, chunks=46667), h, PI, 300, client,
-                      objective=JOURNAL_GRID)
-    try:
-        P.runner = _Killing(P.runner, "sample")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            f1, G1 = P.value_and_grad(V)
-        assert P.runner.killed
-        assert f1 == f0 and np.array_equal(G1, G0)
-        client.wait_for_workers(2, timeout=60)
-    finally:
-        P.runner.runner.close()
     with pytest.raises(TypeError, match="R_GRID or JOURNAL_GRID"):
-        pdk.evaluator(da.from_array(X, chunks=(46667, 5)), da.from_array(y0, chunks=46667), h, PI, 300, client,
-                      objective="journal")
+        pdk.evaluator(da.from_array(X, chunks=(rows, 5)), da.from_array(y, chunks=rows), np.ones(3),
+                      np.full(3, 1 / 3), 300, client, objective="journal")
 
 
-def test_a_worker_killed_mid_fit_changes_no_bit(client, data, reference):
-    X, y = data
+def _killing_at(client, iteration):
+    """A fit's callback that SIGKILLs a worker at ``iteration``, and the workers it killed."""
     killed = []
 
-    def kill_one(iteration, fval, gnorm):
-        if iteration == 2 and not killed:
+    def kill_one(it, fval, gnorm):
+        if it == iteration and not killed:
             worker = sorted(client.scheduler_info()["workers"])[0]
             os.kill(client.run(os.getpid, workers=[worker])[worker], signal.SIGKILL)
             killed.append(worker)
 
+    return kill_one, killed
+
+
+@pytest.mark.parametrize("journal", [False, True])
+def test_a_worker_killed_mid_fit_changes_no_bit(client, data, journal, request):
+    X, y = data
+    kill_one, killed = _killing_at(client, 2)
+    Xd, yd = da.from_array(X, chunks=(46667, 5)), da.from_array(y, chunks=46667)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        f = pdk.fit_projection(da.from_array(X, chunks=(46667, 5)), da.from_array(y, chunks=46667), ndim=2,
-                               nbin=300, client=client, callback=kill_one)
+        if journal:
+            ref = request.getfixturevalue("journal_reference")
+            f = pdk.opnb_journal(Xd, yd, ndim=3, nbin=300, gamma=1.5, client=client, callback=kill_one)
+        else:
+            ref = request.getfixturevalue("reference")
+            f = pdk.fit_projection(Xd, yd, ndim=2, nbin=300, client=client, callback=kill_one)
     assert killed
-    assert np.array_equal(f.V, reference.V) and f.fval == reference.fval
+    assert np.array_equal(f.V, ref.V) and f.fval == ref.fval
     client.wait_for_workers(2, timeout=60)
 
 
@@ -479,3 +478,57 @@ def test_where_R_stops_and_a_collapse_are_said_as_on_one_machine(client):
     with warnings.catch_warnings():
         warnings.simplefilter("error", pyopnb.CollapseWarning)
         pdk.OPNB(da.from_array(Xc, chunks=(1000, -1)), da.from_array(yc, chunks=1000), ndim=2, client=client)
+
+
+@pytest.mark.parametrize("rows", [N, BlockLayout(N).block_len, 30000])
+def test_the_journals_fit_is_the_single_machines_for_any_chunking(client, data, journal_reference, rows):
+    from pyopnb.grid_model import grid_model
+
+    X, y = data
+    m = pdk.opnb_journal(da.from_array(X, chunks=(rows, 5)), da.from_array(y, chunks=rows), ndim=3, nbin=300,
+                         gamma=1.5, client=client)
+    ref = grid_model(journal_reference, 300)
+    for field in ("V", "h", "PI", "mu", "scales", "lo", "delta", "W"):
+        assert np.array_equal(getattr(m, field), getattr(ref, field)), field
+    assert m.fval == ref.fval and m.lam == 0.0 and m.convergence == ref.convergence
+
+
+def test_the_journals_fit_reads_the_rows_in_one_order_and_prescales(client, data):
+    # rows shuffled, with ties in the first column: the single machine sorts them, and so do the workers
+    X, y = data
+    rng = np.random.default_rng(5)
+    order = rng.permutation(N)
+    Xt = X[order].copy()
+    Xt[:, 0] = np.round(Xt[:, 0], 1)
+    yt = y[order]
+    ref = pyopnb.opnb_journal(Xt, yt, ndim=2, nbin=200, prescale=True)
+    m = pdk.opnb_journal(da.from_array(Xt, chunks=(40000, 5)), da.from_array(yt, chunks=40000), ndim=2, nbin=200,
+                         prescale=True, client=client)
+    assert np.array_equal(m.V, ref.V) and m.fval == ref.fval and np.array_equal(m.h, ref.h)
+    # the same rows in another order: the same projection
+    back = np.argsort(order)
+    again = pdk.opnb_journal(da.from_array(Xt[back], chunks=(50000, 5)), da.from_array(yt[back], chunks=50000),
+                             ndim=2, nbin=200, prescale=True, client=client)
+    assert np.array_equal(again.V, m.V) and again.fval == m.fval
+
+
+def test_the_estimator_fits_the_journal_and_refuses_the_other_formulations_parameters(client):
+    from pyopnb.datasets import load_pima
+    from pyopnb.grid_model import grid_model
+
+    pima = load_pima()
+    est = pdk.DaskOPNBClassifier(ndim=2, formulation="journal", gamma=0.5)
+    est.fit(da.from_array(pima.X_train, chunks=(150, -1)), da.from_array(np.asarray(pima.y_train), chunks=150))
+    ref = grid_model(pyopnb.opnb_journal(pima.X_train, pima.y_train, ndim=2, gamma=0.5))
+    assert np.array_equal(est.model_.V, ref.V) and np.array_equal(est.model_.W, ref.W)
+    assert est.formulation_.name == "journal" and est.formulation_.gamma == 0.5
+    assert np.array_equal(est.predict_proba(pima.X_test), pyopnb.predict(ref, pima.X_test, log=True)["posterior"])
+    X, y = da.from_array(pima.X_train, chunks=(150, -1)), da.from_array(np.asarray(pima.y_train), chunks=150)
+    with pytest.raises(ValueError, match="lam"):
+        pdk.DaskOPNBClassifier(formulation="journal", lam=1e-2).fit(X, y)
+    with pytest.raises(ValueError, match="gamma"):
+        pdk.DaskOPNBClassifier(gamma=2.0).fit(X, y)
+    with pytest.raises(ValueError, match="'R' or 'journal'"):
+        pdk.DaskOPNBClassifier(formulation="correct").fit(X, y)
+    with pytest.raises(ValueError, match="V0 as a \\(d, ndim\\) matrix"):
+        pdk.opnb_journal(X, y, ndim=2, V0=lambda Xs, y, ndim: Xs[:ndim].T)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from pyopnb import evaluation as ev
+from pyopnb.formulation import JournalFormulation, RFormulation
 from pyopnb._core import linalg
 from pyopnb._core.grid import grid_axes
 from pyopnb._core.r_grid import RGridTables
@@ -134,13 +135,17 @@ def test_chained_statistics_are_Rs_for_every_split(n):
     mu, scales, Xs = fm.r_standardise(X, True, None, 2)
     C = colstats.r_cov(np.ascontiguousarray(Xs), 2)
     V = fm.r_start(None, Xs, None, 2, 2)
+    y0 = np.zeros(n, dtype=np.int32)
     for bounds in ([0, n], [0, 333, n], [0, 1, 500, 999, n]):
-        chain = part_stats.local_chain([X[a:b] for a, b in zip(bounds, bounds[1:])], 2)
-        mu2, scales2 = part_stats.r_scaling(chain, n, d)
+        parts = part_stats.LocalRows([X[a:b] for a, b in zip(bounds, bounds[1:])],
+                                     [y0[a:b] for a, b in zip(bounds, bounds[1:])], 2)
+        mu2, scales2 = part_stats.r_scaling(parts, n, d)
         assert np.array_equal(mu2, mu) and np.array_equal(scales2, scales) and scales2[5] == 0
-        assert np.array_equal(part_stats.r_cov(chain, n, d, mu2, scales2), C)
-        assert np.array_equal(part_stats.r_start(chain, n, d, 2, mu2, scales2), V)
-    unscaled = part_stats.r_scaling(part_stats.local_chain([X]), n, d, scale=False)
+        rows = part_stats.RowMap(mu2, scales2)
+        assert np.array_equal(part_stats.r_cov(parts, n, d, rows), C)
+        assert np.array_equal(part_stats.r_start(parts, n, d, 2, rows), V)
+        assert np.array_equal(part_stats.r_var(parts, n, d, rows), colstats.r_var(np.ascontiguousarray(Xs), 1))
+    unscaled = part_stats.r_scaling(part_stats.LocalRows([X], [y0]), n, d, scale=False)
     assert np.array_equal(unscaled[0], mu) and np.array_equal(unscaled[1], np.ones(d))
 
 
@@ -235,14 +240,14 @@ def test_a_fit_in_parts_that_R_stops_warns_and_keeps_Rs_start_with_r_defects():
     train = np.concatenate([f for i, f in enumerate(v["folds"]) if i != 7])
     X, y = X[train], y[train]
     with pytest.warns(pyopnb.RDefectWarning, match="R's OPNB 1.0 would not end here") as rec:
-        f = fit_projection_local(X, y, [0, X.shape[0]], lam=4e-4)
+        f = fit_projection_local(X, y, [0, X.shape[0]], RFormulation(lam=4e-4))
     assert rec[0].filename == __file__  # said at the user's call
     with pytest.warns(pyopnb.RDefectWarning):
         m = pyopnb.OPNB(X, y, lam=4e-4)
     assert np.array_equal(f.V, m.V) and f.fval == m.fval
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        kept = fit_projection_local(X, y, [0, X.shape[0]], lam=4e-4, r_defects=True)
+        kept = fit_projection_local(X, y, [0, X.shape[0]], RFormulation(lam=4e-4, r_defects=True))
         ref = pyopnb.OPNB(X, y, lam=4e-4, r_defects=True)
     assert not any(issubclass(w.category, pyopnb.RDefectWarning) for w in rec)
     assert any("keeps the start projection, as R's OPNB does" in str(w.message) for w in rec)

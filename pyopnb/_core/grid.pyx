@@ -559,6 +559,14 @@ cdef class GridTables:
             raise ValueError(f"PI must have K = {self.wk.P.K} entries, got {len(PI)}")
         return c_log_array(PI)
 
+    def _check_grid_side(self, str name):
+        """The checks of the grid side's merges of the parts' gradient passes."""
+        if self.n != 0:
+            raise ValueError(f"{name} is the grid side's: make it with no points")
+        self._check_built()
+        if not self.has_gradient:
+            raise ValueError("tables built without the gradient's")
+
     def _gradient_out(self, const double[:, ::1] post, bint ready):
         """The gradient's output [ndim, n], kept between calls, after the
         checks every gradient makes (``ready``: tables built with the

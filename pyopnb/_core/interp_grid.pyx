@@ -345,11 +345,7 @@ cdef class InterpGridTables(GridTables):
         the parts' a weights (part_gradient's, their blocks in order), for
         part_sample; the kernel's share of the grid's motion is kept for
         merge_motion."""
-        if self.n != 0:
-            raise ValueError("merge_gradient is the grid side's: make it with no points")
-        self._check_built()
-        if not self.has_gradient:
-            raise ValueError("tables built without the gradient's")
+        self._check_grid_side("merge_gradient")
         self._copy_parts(part_a, self._part_a, "part_a")
         with nogil:
             self._sample_sums()
@@ -371,8 +367,7 @@ cdef class InterpGridTables(GridTables):
         [ndim, nblk, 4] (part_sample's, their blocks in order), for
         part_motion: [ndim, 4] of n dl/dlo, n dl/ddelta and the blocks
         holding z's minimum and maximum."""
-        if self.n != 0:
-            raise ValueError("merge_motion is the grid side's: make it with no points")
+        self._check_grid_side("merge_motion")
         ed = np.ascontiguousarray(edges, dtype=np.float64)
         if ed.ndim != 3 or ed.shape[0] != self.ndim or ed.shape[1] < 1 or ed.shape[2] != 4:
             raise ValueError(f"edges must be ({self.ndim}, nblk, 4), got {ed.shape}")

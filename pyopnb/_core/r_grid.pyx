@@ -347,11 +347,7 @@ cdef class RGridTables(GridTables):
         """The grid side's: the kernel derivative sums [ndim, TK] of the
         parts' c weights (part_gradient's, their blocks in order) at the
         grid points, for part_gradient_finish."""
-        if self.n != 0:
-            raise ValueError("merge_gradient is the grid side's: make it with no points")
-        self._check_built()
-        if self.S_simple is None:
-            raise ValueError("tables built without the gradient's")
+        self._check_grid_side("merge_gradient")
         self._copy_parts(part_c, self._part_lin, "part_c")
         with nogil:
             self._sample_sums()

@@ -1,6 +1,8 @@
 """OPNB past one machine, on Dask: the same bits as one machine, whatever the chunking.
 
-The rows stay on the workers; the driver holds V, the grids and
+R's formulation (:func:`OPNB`) and the journal's (:func:`opnb_journal`,
+its rows sorted on the workers first). The rows stay on the workers; the
+driver holds V, the grids and
 L-BFGS-B's state, nothing of size n. Every sum over the points goes by the
 fixed blocks of rows (``_core/blocks.h``), so a chunking into whole blocks
 gives the single-machine bits for any number of workers
@@ -25,17 +27,18 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 from .. import _threads, part_stats
 from ..grid_model import ClassGridBins, GridModel, from_parts
 from ..fitting import collapse_rows, warn_if_collapsed
-from ..formulation import RFormulation
+from ..formulation import Formulation, JournalFormulation, RFormulation
 from .._validation import _ROW_NAMES_ANY, _ROW_NAMES_FIRST, _frame, _refuse_r_row_names, check_aligned, check_ndim
 from ..labels import factor_levels
 from ..model import _predictable, predict_arrays, projection
 from ..part_fit import ProjectionFit, fit_projection as _fit_projection
 from ..parts import R_GRID, BlockLayout, PartObjective, PartSpec, PartsEvaluator
-from ._runner import DaskRunner
+from ._runner import DaskRows, DaskRunner
+from ._sort import canonical_rows
 from .estimator import DaskOPNBClassifier
 
-__all__ = ["OPNB", "predict", "DaskOPNBClassifier", "GridModel", "fit_projection", "ProjectionFit", "evaluator",
-           "block_chunks"]
+__all__ = ["OPNB", "opnb_journal", "predict", "DaskOPNBClassifier", "GridModel", "fit_projection", "ProjectionFit",
+           "evaluator", "block_chunks"]
 
 
 def block_chunks(X: Any, n: Optional[int] = None) -> Any:
@@ -304,9 +307,10 @@ def fit_projection(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3
     ProjectionFit
         The projection, bandwidths, priors, scaling and fval; no rows.
     """
-    return _fit(X, y, None, ndim=ndim, lam=lam, V0=V0, scale=scale, nbin=nbin, maxit=maxit, client=client,
-                threads=threads, callback=callback, progress=progress, checkpoint=checkpoint, priors=priors,
-                r_defects=r_defects, caller="pyopnb.dask.fit_projection")[0]
+    form = RFormulation(lam=lam, scale=scale, r_defects=r_defects)
+    return _fit(X, y, None, form, ndim=ndim, V0=V0, nbin=nbin, maxit=maxit, client=client, threads=threads,
+                callback=callback, progress=progress, checkpoint=checkpoint, priors=priors,
+                caller="pyopnb.dask.fit_projection")[0]
 
 
 def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any = None, scale: bool = True,
@@ -351,19 +355,71 @@ def OPNB(X: Any, y: Any, ndim: Optional[int] = None, lam: float = 1e-3, V0: Any 
     >>> m = pyopnb.dask.OPNB(X, y, ndim=2)  # doctest: +SKIP
     >>> pyopnb.dask.predict(m, da.from_array(d.X_test))["class"].compute()  # doctest: +SKIP
     """
-    fit, model = _fit(X, y, nbin if grid_nbin is None else grid_nbin, ndim=ndim, lam=lam, V0=V0, scale=scale,
-                      nbin=nbin, maxit=maxit, client=client, threads=threads, callback=callback,
-                      progress=progress, checkpoint=checkpoint, priors=priors, r_defects=r_defects,
-                      caller="pyopnb.dask.OPNB")
+    form = RFormulation(lam=lam, scale=scale, r_defects=r_defects)
+    fit, model = _fit(X, y, nbin if grid_nbin is None else grid_nbin, form, ndim=ndim, V0=V0, nbin=nbin,
+                      maxit=maxit, client=client, threads=threads, callback=callback, progress=progress,
+                      checkpoint=checkpoint, priors=priors, caller="pyopnb.dask.OPNB")
     assert model is not None
     return model
 
 
-def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: float, V0: Any, scale: bool,
+def opnb_journal(X: Any, y: Any, ndim: Optional[int] = None, gamma: float = 1.0, nbin: int = 1000,
+                 prescale: bool = False, V0: Any = None, *, grid_nbin: Optional[int] = None, maxit: int = 100,
+                 client: Optional[Any] = None, threads: int = 1, callback: Optional[Any] = None,
+                 progress: bool = False, checkpoint: Any = None, priors: Any = None) -> GridModel:
+    """The published OPNB (:func:`pyopnb.opnb_journal`) on a Dask cluster:
+    the model without its training rows.
+
+    The fit is :func:`pyopnb.opnb_journal`'s on the same rows, bit for bit,
+    for any chunking: as there, the rows are fitted in one canonical order
+    (by class, then by each column, equal rows in the order they came),
+    here sorted on the workers first (no row comes to the driver). The
+    scaling, pre-scaling, bandwidths and LDA start come from the sorted
+    rows' chained sums and block partials, each evaluation from one task
+    per worker and pass. Then one more pass bins the final projections of
+    the rows, in the order they came, into each column's class grids: bit
+    for bit ``grid_model(pyopnb.opnb_journal(X, y, ...), grid_nbin)``.
+
+    Parameters
+    ----------
+    X, y, maxit, client, threads, callback, progress, checkpoint, priors
+        As :func:`OPNB`'s.
+    ndim : int, optional
+        Columns of V, 1 to d (default ``min(d, 20)``).
+    gamma : float, default 1.0
+        Bandwidth multiplier, > 0.
+    nbin : int, default 1000
+        Bins per projected column. Exact sums (None) are refused: they need
+        a sort of all rows at every evaluation.
+    prescale : bool, default False
+        Multiply the scaled data by Sigma_W^(-1/2) first.
+    V0 : ndarray of shape (d, ndim), optional
+        A start on the scaled (and pre-scaled) data; default LDA's. A
+        function of the rows is refused: it would need them in one place.
+    grid_nbin : int, optional
+        Grid points per column of the class grids (default ``nbin``).
+
+    Returns
+    -------
+    GridModel
+        V, h, PI, mu, scales, fval (the mean log-likelihood), lam = 0, the
+        levels and the class grids.
+    """
+    form = JournalFormulation(gamma=gamma, prescale=prescale)
+    fit, model = _fit(X, y, nbin if grid_nbin is None else grid_nbin, form, ndim=ndim, V0=V0, nbin=nbin,
+                      maxit=maxit, client=client, threads=threads, callback=callback, progress=progress,
+                      checkpoint=checkpoint, priors=priors, caller="pyopnb.dask.opnb_journal")
+    assert model is not None
+    return model
+
+
+def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: Optional[int], V0: Any,
          nbin: Optional[int], maxit: int, client: Optional[Any], threads: int, callback: Optional[Any],
-         progress: bool, caller: str, checkpoint: Any = None, priors: Any = None,
-         r_defects: bool = False) -> Tuple[ProjectionFit, Optional[GridModel]]:
-    """The fit, and with grid_nbin its model of class grids."""
+         progress: bool, caller: str, checkpoint: Any = None,
+         priors: Any = None) -> Tuple[ProjectionFit, Optional[GridModel]]:
+    """The fit of ``form`` (R's, or the journal's on the rows in canonical
+    order), and with grid_nbin its model of class grids."""
+    form.check_parts()
     if nbin is None:
         raise ValueError("pyopnb.dask fits sum on grids: exact sums (nbin=None) need a sort of all rows at every "
                          "evaluation; give nbin")
@@ -377,50 +433,60 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], *, ndim: Optional[int], lam: 
     try:
         Xc = block_chunks(Xr, n).map_blocks(_check_finite, dtype=np.float64)
         yk, levels, trailing = _labels(cl, y, Xc.chunks[0])
-        Xp, yp = cl.persist([Xc, yk])
+        Xf, yf = Xc, yk
+        if isinstance(form, JournalFormulation):
+            # the journal fits its rows in one order whatever order they came in, as on one machine; the codes
+            # are held (4 bytes a row) for the sort and the class grids, which bin the rows as they came
+            yk = cl.persist(yk)
+            Xf, yf = canonical_rows(cl, Xc, yk)
+            Xf = block_chunks(Xf, n)
+            yf = yf.rechunk({0: Xf.chunks[0]})
+        Xp, yp = cl.persist([Xf, yf])
         counts = np.asarray(cl.compute(da.bincount(yp, minlength=levels.size)).result())
-        by_key = {f.key: f for f in distributed.futures_of(Xp)}
-        pieces = [by_key[k[0]] for k in Xp.__dask_keys__()]
+        by_key = {f.key: f for f in distributed.futures_of(Xp) + distributed.futures_of(yp)}
+        parts = DaskRows(cl, [by_key[k[0]] for k in Xp.__dask_keys__()], [by_key[k] for k in yp.__dask_keys__()],
+                         thr)
         held = [Xp]
         del Xp
         runners: List[DaskRunner] = []
 
-        def chain(step: Any, acc: np.ndarray, *args: Any) -> np.ndarray:
-            # one task a chunk, each carrying on the sums of the one before
-            fut = cl.submit(step, pieces[0], acc, *args, threads, pure=False)
-            for piece in pieces[1:]:
-                fut = cl.submit(step, piece, fut, *args, threads, pure=False)
-            return np.asarray(fut.result())
-
-        def runner_for(mu: np.ndarray, scales: np.ndarray, spec: PartSpec) -> DaskRunner:
-            # the raw rows are let go before the scaled ones are made, from X's graph again (a chunk at a
-            # time): a worker never holds both, and Dask keeps the tasks that make either again
+        def release() -> None:
             held.clear()
-            pieces.clear()
+            parts.release()
             by_key.clear()
-            Xs = Xc.map_blocks(part_stats.standardised, mu, scales, threads, dtype=np.float64)
-            runners.append(DaskRunner(cl, Xs, yp, spec))
+
+        def runner_for(rows: part_stats.RowMap, spec: PartSpec) -> DaskRunner:
+            # R's raw rows are let go before the rows the objective reads are made, from X's graph again (a
+            # chunk at a time): a worker never holds both, and Dask keeps the tasks that make either again. The
+            # journal's sorted rows would take the sort again: its rows are made from those held, then let go
+            if Xf is Xc:
+                release()
+                runners.append(DaskRunner(cl, Xc.map_blocks(rows.apply, thr, dtype=np.float64), yp, spec))
+            else:
+                runners.append(DaskRunner(cl, held[0].map_blocks(rows.apply, thr, dtype=np.float64), yp, spec))
+                release()
             return runners[-1]
 
         if progress:
             callback = _Progress(cl, runners, callback, caller)
         try:
-            fit = _fit_projection(chain, runner_for, n, d, counts, levels, ndim=ndim, lam=lam, V0=V0,
-                                  scale=scale, nbin=nbin, maxit=maxit, threads=thr, callback=callback,
-                                  names=names, caller=caller, checkpoint=checkpoint, priors=priors,
-                                  r_defects=r_defects, stacklevel=4)
+            fit = _fit_projection(parts, runner_for, n, d, counts, levels, form, ndim=ndim, V0=V0, nbin=nbin,
+                                  maxit=maxit, threads=thr, callback=callback, names=names, caller=caller,
+                                  checkpoint=checkpoint, priors=priors, stacklevel=4)
         finally:
             for r in runners:
                 r.close()
             held.clear()
         if grid_nbin is None:
             return fit, None
-        lo, delta, W, X_rows = _class_grids(cl, Xc, yp, fit, int(grid_nbin), thr, collapse_rows(n))
+        # the model's class grids bin the rows in the order they came, as grid_model() of pyopnb's model does
+        lo, delta, W, X_rows = _class_grids(cl, Xc, yp if Xf is Xc else yk, fit, int(grid_nbin), thr,
+                                            collapse_rows(n))
         fields = dict(V=fit.V, PI=fit.PI, h=fit.h, nc=int(levels.size), mu=fit.mu, scales=fit.scales,
                       ynames=levels, lam=fit.lam, fval=fit.fval, feature_names=names,
                       convergence=fit.convergence, unused_levels=trailing)
         model = from_parts(fields, lo, delta, W, counts)
-        warn_if_collapsed(model, X_rows, RFormulation(lam=lam, scale=scale), thr, caller)
+        warn_if_collapsed(model, X_rows, form, thr, caller)
         return fit, model
     finally:
         if cluster is not None:

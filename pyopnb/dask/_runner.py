@@ -23,9 +23,10 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from ..part_stats import PartRows
 from ..parts import PartSpec, RowPart
 
-__all__ = ["DaskRunner"]
+__all__ = ["DaskRunner", "DaskRows"]
 
 # each worker process's parts: (fit token, chunk) -> [part, (evaluation, passes done)]
 _PARTS: Dict[Tuple[str, int], List[Any]] = {}
@@ -197,3 +198,29 @@ class DaskRunner:
         finally:
             self._data = []
             self.X = self.y0 = None
+
+
+class DaskRows(PartRows):
+    """The raw rows and codes of persisted dask arrays, chunk by chunk
+    (``X_chunks``, ``y_chunks``: their futures, in row order), for the
+    set-up's passes (:class:`pyopnb.part_stats.PartRows`): a chain is one
+    task a chunk, each carrying on the one before; ``each`` one task a
+    chunk, where it lies."""
+
+    def __init__(self, client: Any, X_chunks: Sequence[Any], y_chunks: Sequence[Any], threads: int = 1):
+        self.client, self.threads = client, threads
+        self.X_chunks, self.y_chunks = list(X_chunks), list(y_chunks)
+
+    def chain(self, step: Any, acc: Any, *args: Any) -> Any:
+        for X, y0 in zip(self.X_chunks, self.y_chunks):
+            acc = self.client.submit(step, X, y0, acc, *args, self.threads, pure=False)
+        return np.asarray(acc.result())
+
+    def each(self, step: Any, *args: Any) -> List[Any]:
+        return self.client.gather([self.client.submit(step, X, y0, *args, self.threads, pure=False)
+                                   for X, y0 in zip(self.X_chunks, self.y_chunks)])
+
+    def release(self) -> None:
+        """Let go of the chunks (Dask frees them once no one else holds them)."""
+        self.X_chunks.clear()
+        self.y_chunks.clear()

@@ -10,28 +10,33 @@ __all__ = ["DaskOPNBClassifier"]
 
 
 class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
-    """R's OPNB fitted on a Dask cluster, as a scikit-learn classifier.
+    """OPNB fitted on a Dask cluster, as a scikit-learn classifier.
 
-    ``fit`` is :func:`pyopnb.dask.OPNB` (R's formulation with binned sums:
-    :func:`pyopnb.OPNB`'s projection, bit for bit, for any chunking), and
-    on the active client's cluster (else a ``LocalCluster`` made for the
-    fit: a client is no parameter, so ``clone`` and searches copy the
-    estimator), and the model it keeps holds no training row (``model_``, a
+    ``fit`` is :func:`pyopnb.dask.OPNB` (R's formulation) or
+    :func:`pyopnb.dask.opnb_journal` (the journal's), binned: the single
+    machine's projection, bit for bit, for any chunking, on the active
+    client's cluster (else a ``LocalCluster`` made for the fit: a client is
+    no parameter, so ``clone`` and searches copy the estimator). The model
+    it keeps holds no training row (``model_``, a
     :class:`pyopnb.grid_model.GridModel`). Predictions are in log space;
     given a dask collection they are lazy dask arrays
     (:func:`pyopnb.dask.predict`), given data held here numpy arrays, each
     row's the same bits either way.
 
+    Each formulation takes its own parameters; those left at None take the
+    formulation's defaults, and one of the other formulation given a value
+    is an error at fit, as in :class:`pyopnb.OPNBClassifier`.
+
     Parameters
     ----------
     ndim : int, optional
         Projection columns (default ``min(n_features, 20)``).
-    lam : float, default 1e-3
-        Penalty on ``||V||^2``.
+    lam : float, optional
+        Penalty on ``||V||^2`` (R; default 1e-3).
     nbin : int, default 1000
         Bins per projected column in the fit (exact sums are refused).
-    scale : bool, default True
-        Scale the features to unit sd first.
+    scale : bool, optional
+        Scale the features to unit sd first (R; default True).
     grid_nbin : int, optional
         Grid points of the model's class grids (default ``nbin``).
     maxit : int, default 100
@@ -43,15 +48,23 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         sorted labels, or a categorical's own order), or a mapping from
         label to prior; default the class proportions. The fit's
         likelihood and every prediction use them.
-    r_defects : bool, default False
+    r_defects : bool, optional
         Where R's gradient sums would not be finite, keep the start as R's
-        OPNB does (True), or go on and warn (False), as in
-        :func:`pyopnb.OPNB`.
+        OPNB does (True), or go on and warn (False, the default), as in
+        :func:`pyopnb.OPNB` (R).
+    formulation : {"R", "journal"}, default "R"
+        R OPNB 1.0's penalised formulation, or the method as published.
+    gamma : float, optional
+        Bandwidth multiplier (journal; default 1).
+    prescale : bool, optional
+        Multiply the scaled data by Sigma_W^(-1/2) first (journal; default False).
 
     Attributes
     ----------
     model_ : GridModel
         The fitted model, without the training rows.
+    formulation_ : Formulation
+        The formulation object fitted.
     classes_ : ndarray of shape (n_classes,)
         The labels in the order of the posteriors' columns: the model's
         levels (sorted, or a categorical's own order).
@@ -63,9 +76,10 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         The training columns' names, when fitted on a dataframe.
     """
 
-    def __init__(self, ndim: Optional[int] = None, lam: float = 1e-3, nbin: int = 1000, scale: bool = True,
-                 grid_nbin: Optional[int] = None, maxit: int = 100, threads: int = 1, priors: Any = None,
-                 r_defects: bool = False):
+    def __init__(self, ndim: Optional[int] = None, lam: Optional[float] = None, nbin: int = 1000,
+                 scale: Optional[bool] = None, grid_nbin: Optional[int] = None, maxit: int = 100, threads: int = 1,
+                 priors: Any = None, r_defects: Optional[bool] = None, formulation: str = "R",
+                 gamma: Optional[float] = None, prescale: Optional[bool] = None):
         self.ndim = ndim
         self.lam = lam
         self.nbin = nbin
@@ -75,6 +89,9 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         self.threads = threads
         self.priors = priors
         self.r_defects = r_defects
+        self.formulation = formulation
+        self.gamma = gamma
+        self.prescale = prescale
 
     def fit(self, X: Any, y: Any) -> "DaskOPNBClassifier":
         """Fit the projection and the class grids on the cluster.
@@ -91,11 +108,18 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         DaskOPNBClassifier
             The fitted estimator.
         """
-        from . import OPNB
+        from ..formulation import formulation
+        from . import _fit
 
-        self.model_ = OPNB(X, y, ndim=self.ndim, lam=self.lam, nbin=self.nbin, scale=self.scale,
-                           grid_nbin=self.grid_nbin, maxit=self.maxit, threads=self.threads, priors=self.priors,
-                           r_defects=self.r_defects)
+        given = {k: getattr(self, k) for k in ("lam", "scale", "gamma", "prescale", "r_defects")
+                 if getattr(self, k) is not None}
+        if self.formulation not in ("R", "journal"):
+            raise ValueError(f"formulation must be 'R' or 'journal' on a Dask cluster, got {self.formulation!r}")
+        self.formulation_ = formulation(self.formulation, **given)
+        _, self.model_ = _fit(X, y, self.nbin if self.grid_nbin is None else self.grid_nbin, self.formulation_,
+                              ndim=self.ndim, V0=None, nbin=self.nbin, maxit=self.maxit, client=None,
+                              threads=self.threads, callback=None, progress=False, priors=self.priors,
+                              caller="DaskOPNBClassifier.fit")
         self.classes_ = np.asarray(self.model_.ynames)
         self.n_features_in_ = int(self.model_.V.shape[0])
         if self.model_.feature_names is not None:
