@@ -532,3 +532,34 @@ def test_the_estimator_fits_the_journal_and_refuses_the_other_formulations_param
         pdk.DaskOPNBClassifier(formulation="correct").fit(X, y)
     with pytest.raises(ValueError, match="V0 as a \\(d, ndim\\) matrix"):
         pdk.opnb_journal(X, y, ndim=2, V0=lambda Xs, y, ndim: Xs[:ndim].T)
+
+
+def test_the_journal_on_a_csv_written_from_R_keeps_the_factors_order(client, tmp_path, caplog):
+    # as a user from R: write.csv(iris) and a factor of levels in the data's own order; read with dask
+    import logging
+
+    import pandas as pd
+    dd = pytest.importorskip("dask.dataframe")
+    from pyopnb.grid_model import grid_model
+
+    rng = np.random.default_rng(7)
+    n = 600
+    lab = np.array(["setosa", "versicolor", "virginica"])[rng.integers(0, 3, n)]
+    shift = (lab == "versicolor") * 1.0 + (lab == "virginica") * 2.0
+    frame = pd.DataFrame({"Sepal.Length": rng.normal(size=n) + shift, "Sepal.Width": rng.normal(size=n),
+                          "Petal.Length": rng.normal(size=n) - shift, "Species": lab})
+    frame.index = frame.index + 1
+    frame.to_csv(tmp_path / "iris.csv", index_label="")
+    levels = ["virginica", "setosa", "versicolor"]
+    ddf = dd.read_csv(tmp_path / "iris.csv", blocksize=8000).drop(columns="Unnamed: 0")
+    ddf["Species"] = ddf["Species"].astype("category").cat.set_categories(levels)
+    X = ddf[["Sepal.Length", "Sepal.Width", "Petal.Length"]]
+    with caplog.at_level(logging.WARNING, logger="distributed.scheduler"):
+        m = pdk.opnb_journal(X, ddf["Species"], ndim=2, nbin=200, client=client)
+    assert not [r for r in caplog.records if "run_spec" in r.getMessage()]
+    y = pd.Categorical(frame["Species"], categories=levels)
+    here = pyopnb.opnb_journal(frame.drop(columns="Species"), y, ndim=2, nbin=200)
+    assert list(m.ynames) == levels == list(here.ynames)
+    assert list(m.feature_names) == ["Sepal.Length", "Sepal.Width", "Petal.Length"]
+    assert np.array_equal(m.V, here.V) and m.fval == here.fval
+    assert np.array_equal(m.W, grid_model(here, 200).W)

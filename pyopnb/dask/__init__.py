@@ -21,6 +21,7 @@ import numpy as np
 try:
     import dask.array as da
     import distributed
+    from dask.graph_manipulation import clone
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("pyopnb.dask needs dask and distributed: pip install 'pyopnb[dask]'") from exc
 
@@ -435,13 +436,17 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: O
         yk, levels, trailing = _labels(cl, y, Xc.chunks[0])
         Xf, yf = Xc, yk
         if isinstance(form, JournalFormulation):
-            # the journal fits its rows in one order whatever order they came in, as on one machine; the codes
-            # are held (4 bytes a row) for the sort and the class grids, which bin the rows as they came
+            # the journal fits its rows in one order whatever order they came in, as on one machine. The sort
+            # reads the rows held (once from the source, and its graph is then the same keys as every later
+            # read's); the codes are held (4 bytes a row) for the sort and the class grids, which bin the rows
+            # as they came
             yk = cl.persist(yk)
-            Xf, yf = canonical_rows(cl, Xc, yk)
+            raw = cl.persist(Xc)
+            Xf, yf = canonical_rows(cl, raw, yk)
             Xf = block_chunks(Xf, n)
             yf = yf.rechunk({0: Xf.chunks[0]})
         Xp, yp = cl.persist([Xf, yf])
+        raw = None  # the sorted rows' tasks keep what they still need of it
         counts = np.asarray(cl.compute(da.bincount(yp, minlength=levels.size)).result())
         by_key = {f.key: f for f in distributed.futures_of(Xp) + distributed.futures_of(yp)}
         parts = DaskRows(cl, [by_key[k[0]] for k in Xp.__dask_keys__()], [by_key[k] for k in yp.__dask_keys__()],
@@ -480,7 +485,10 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: O
         if grid_nbin is None:
             return fit, None
         # the model's class grids bin the rows in the order they came, as grid_model() of pyopnb's model does
-        lo, delta, W, X_rows = _class_grids(cl, Xc, yp if Xf is Xc else yk, fit, int(grid_nbin), thr,
+        # the journal's sort keeps X's tasks known to the scheduler: its class grids read X through a clone of
+        # the graph (new keys), where the same keys, fused otherwise, would be given new tasks
+        Xg = Xc if Xf is Xc else clone(Xc)
+        lo, delta, W, X_rows = _class_grids(cl, Xg, yp if Xf is Xc else yk, fit, int(grid_nbin), thr,
                                             collapse_rows(n))
         fields = dict(V=fit.V, PI=fit.PI, h=fit.h, nc=int(levels.size), mu=fit.mu, scales=fit.scales,
                       ynames=levels, lam=fit.lam, fval=fit.fval, feature_names=names,

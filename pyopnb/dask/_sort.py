@@ -85,8 +85,9 @@ def canonical_rows(client: Any, X: Any, y0: Any) -> Tuple[Any, Any]:
     along the rows, X in one chunk across its columns) in canonical order:
     dask arrays of the sorted rows and codes, one chunk a bucket, held on
     the workers (see the module's docstring). Every step is a task of X's
-    graph, so Dask makes a lost piece again from X; each chunk is read and
-    sorted twice, once for the splitters and once for its pieces."""
+    graph, so Dask makes a lost piece again from X; each chunk is sorted
+    twice, once for the splitters and once for its pieces (X is best held:
+    it is read twice)."""
     import dask.array as da
     from dask import delayed
 
