@@ -443,10 +443,10 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: O
             yk = cl.persist(yk)
             raw = cl.persist(Xc)
             Xf, yf = canonical_rows(cl, raw, yk)
+            del raw  # sorted: the sorted rows' tasks keep what they still need of it
             Xf = block_chunks(Xf, n)
             yf = yf.rechunk({0: Xf.chunks[0]})
         Xp, yp = cl.persist([Xf, yf])
-        raw = None  # the sorted rows' tasks keep what they still need of it
         counts = np.asarray(cl.compute(da.bincount(yp, minlength=levels.size)).result())
         by_key = {f.key: f for f in distributed.futures_of(Xp) + distributed.futures_of(yp)}
         parts = DaskRows(cl, [by_key[k[0]] for k in Xp.__dask_keys__()], [by_key[k] for k in yp.__dask_keys__()],
@@ -484,8 +484,8 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: O
             held.clear()
         if grid_nbin is None:
             return fit, None
-        # the model's class grids bin the rows in the order they came, as grid_model() of pyopnb's model does
-        # the journal's sort keeps X's tasks known to the scheduler: its class grids read X through a clone of
+        # the model's class grids bin the rows in the order they came, as grid_model() of pyopnb's model does.
+        # The journal's sort keeps X's tasks known to the scheduler: its class grids read X through a clone of
         # the graph (new keys), where the same keys, fused otherwise, would be given new tasks
         Xg = Xc if Xf is Xc else clone(Xc)
         lo, delta, W, X_rows = _class_grids(cl, Xg, yp if Xf is Xc else yk, fit, int(grid_nbin), thr,
