@@ -21,7 +21,6 @@ import numpy as np
 try:
     import dask.array as da
     import distributed
-    from dask.graph_manipulation import clone
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("pyopnb.dask needs dask and distributed: pip install 'pyopnb[dask]'") from exc
 
@@ -434,16 +433,16 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: O
     try:
         Xc = block_chunks(Xr, n).map_blocks(_check_finite, dtype=np.float64)
         yk, levels, trailing = _labels(cl, y, Xc.chunks[0])
-        Xf, yf = Xc, yk
+        # the rows as they came (the class grids bin them in that order) and as fitted
+        raw, Xf, yf = Xc, Xc, yk
         if isinstance(form, JournalFormulation):
-            # the journal fits its rows in one order whatever order they came in, as on one machine. The sort
-            # reads the rows held (once from the source, and its graph is then the same keys as every later
-            # read's); the codes are held (4 bytes a row) for the sort and the class grids, which bin the rows
-            # as they came
+            # the journal fits its rows in one order whatever order they came in, as on one machine. The rows
+            # and codes as they came are held through the fit, for the sort and for the class grids, which bin
+            # them in that order: X's graph is never submitted again, where its keys, fused otherwise, would
+            # meet the tasks the sort keeps known to the scheduler
             yk = cl.persist(yk)
             raw = cl.persist(Xc)
             Xf, yf = canonical_rows(cl, raw, yk)
-            del raw  # sorted: the sorted rows' tasks keep what they still need of it
             Xf = block_chunks(Xf, n)
             yf = yf.rechunk({0: Xf.chunks[0]})
         Xp, yp = cl.persist([Xf, yf])
@@ -484,11 +483,8 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: O
             held.clear()
         if grid_nbin is None:
             return fit, None
-        # the model's class grids bin the rows in the order they came, as grid_model() of pyopnb's model does.
-        # The journal's sort keeps X's tasks known to the scheduler: its class grids read X through a clone of
-        # the graph (new keys), where the same keys, fused otherwise, would be given new tasks
-        Xg = Xc if Xf is Xc else clone(Xc)
-        lo, delta, W, X_rows = _class_grids(cl, Xg, yp if Xf is Xc else yk, fit, int(grid_nbin), thr,
+        # the model's class grids bin the rows in the order they came, as grid_model() of pyopnb's model does
+        lo, delta, W, X_rows = _class_grids(cl, raw, yp if Xf is Xc else yk, fit, int(grid_nbin), thr,
                                             collapse_rows(n))
         fields = dict(V=fit.V, PI=fit.PI, h=fit.h, nc=int(levels.size), mu=fit.mu, scales=fit.scales,
                       ynames=levels, lam=fit.lam, fval=fit.fval, feature_names=names,
