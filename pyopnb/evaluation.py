@@ -5,8 +5,9 @@ A formulation chooses how its objective is computed once, in
 it returns and to nothing else. The evaluator holds what a fit fixes: the
 validated problem (scaled X, 0-based codes, priors, class bandwidths), the
 bins (or exact sums), the thread count, and one compiled evaluation of l
-(``pyopnb._core``: ExactPasses, LinearPasses, RGrid for R's binned
-objective, InterpGrid for the journal's) with its scratch and tables. It knows the V its
+(``pyopnb._core``: ExactPasses, LinearGrid for the paper's binned
+objective, RGrid for R's, InterpGrid for the journal's) with its scratch
+and tables. It knows the V its
 state was last computed at, so R's greedy column order reads the tables of
 the V it is asked about, never stale ones.
 
@@ -30,7 +31,7 @@ from ._core.evaluator import CoreEvaluator
 from ._core.interp_grid import InterpGrid
 from ._core.r_grid import RGrid
 from ._core.exact import ExactPasses
-from ._core.linear import LinearPasses
+from ._core.linear import LinearGrid
 from ._core.scratch import pooled
 from .ksum import DEFAULT_BETA
 
@@ -140,10 +141,10 @@ def exact_passes(problem: Problem, threads: int, squared_priors: bool = False) -
 
 
 @pooled
-def linear_passes(problem: Problem, nbin: int, threads: int) -> LinearPasses:
+def linear_passes(problem: Problem, nbin: int, threads: int) -> LinearGrid:
     """The paper's binned value: linear binning, each point's densities
     summed from the binned weights, and its exact gradient."""
-    return LinearPasses(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS, problem.w)
+    return LinearGrid(problem.y0, problem.h, problem.PI, threads, nbin, DEFAULT_BETA, GRID_EPS, problem.w)
 
 
 @pooled

@@ -350,7 +350,7 @@ class Formulation:
         """Whether the formulation is fitted on rows in parts
         (:meth:`part_setup`); a ValueError saying why not."""
         raise ValueError(f"the {self.name!r} formulation is not fitted on rows in parts: its binned objective "
-                         f"has no passes over parts (R's and the journal's do)")
+                         f"has no passes over parts (R's, the paper's and the journal's do)")
 
     def part_setup(self, parts: Any, n: int, d: int, counts: np.ndarray, levels: np.ndarray, ndim: int,
                    V0: Any = None, names: Optional[Tuple[str, ...]] = None, threads: int = 1,
@@ -413,6 +413,11 @@ _REMEDY = {"lam": "a larger {}", "nbin": "more bins ({})", "exact": "exact sums 
            "V0": "another start {}", "ndim": "more columns ({})"}
 
 
+def _inherits(form: Formulation, cls: type, *methods: str) -> bool:
+    """Whether ``form``'s class takes ``methods`` from ``cls`` as they are."""
+    return all(getattr(type(form), m) is getattr(cls, m) for m in methods)
+
+
 def _words(words: Optional[Dict[str, Optional[str]]]) -> Dict[str, Optional[str]]:
     return PYTHON_WORDS if words is None else words
 
@@ -469,6 +474,36 @@ class PenalisedFormulation(Formulation):
         1 for every class. A formulation of one's own may choose others."""
         return np.ones(K)
 
+    def check_parts(self) -> None:
+        if self._on_parts() is None:
+            super().check_parts()
+        if self.C is not None or self.V0 is not None:
+            raise ValueError("a fit on rows in parts takes R's ridge penalty (C None) and V0 as its argument")
+
+    def part_setup(self, parts: Any, n: int, d: int, counts: np.ndarray, levels: np.ndarray, ndim: int,
+                   V0: Any = None, names: Optional[Tuple[str, ...]] = None, threads: int = 1,
+                   block_len: Optional[int] = None) -> PartSetup:
+        """:meth:`setup`'s steps on the parts: R's scaling and start (or V0), bandwidths 1, R's ridge penalty."""
+        from . import part_stats
+
+        self.check_parts()
+        mu, scales = part_stats.r_scaling(parts, n, d, self.scale, names)
+        if not np.any(scales) and self.scale:
+            raise ValueError("no column of X varies (every column is constant): there is nothing to project")
+        rows = part_stats.RowMap(mu, scales)
+        V = part_stats.r_start(parts, n, d, ndim, rows) if V0 is None else given_start(V0, d, ndim)
+        pen, dpen = _penalty(None, np.empty((0, d)), np.empty(0), d)
+        h = self.bandwidths(np.empty((0, d)), np.empty(0), len(levels), threads)
+        objective, key, r_defects = self._on_parts()  # type: ignore[misc]
+        return PartSetup(mu, scales, None, rows, V, h, self.lam, pen, dpen, objective, key, r_defects)
+
+    def _on_parts(self) -> Optional[Tuple[Any, Tuple[Any, ...], Optional[bool]]]:
+        """The objective over the parts, the settings that fix the fit's
+        path (a checkpoint's key), and R's keep-the-start rule (None: none);
+        None where there is no such objective (a subclass's own l or
+        bandwidths: the parts' passes are the built-in objectives')."""
+        return None
+
     def _remedies(self, nbin: Optional[int]) -> List[str]:
         return ["lam"] + super()._remedies(nbin)
 
@@ -517,26 +552,12 @@ class RFormulation(PenalisedFormulation):
         st.r_defects = bool(self.r_defects)
         return st
 
-    def check_parts(self) -> None:
-        if self.C is not None or self.V0 is not None:
-            raise ValueError("a fit on rows in parts takes R's ridge penalty (C None) and V0 as its argument")
-
-    def part_setup(self, parts: Any, n: int, d: int, counts: np.ndarray, levels: np.ndarray, ndim: int,
-                   V0: Any = None, names: Optional[Tuple[str, ...]] = None, threads: int = 1,
-                   block_len: Optional[int] = None) -> PartSetup:
-        from . import part_stats
+    def _on_parts(self) -> Optional[Tuple[Any, Tuple[Any, ...], Optional[bool]]]:
         from .parts import R_GRID
 
-        self.check_parts()
-        mu, scales = part_stats.r_scaling(parts, n, d, self.scale, names)
-        if not np.any(scales) and self.scale:
-            raise ValueError("no column of X varies (every column is constant): there is nothing to project")
-        rows = part_stats.RowMap(mu, scales)
-        V = part_stats.r_start(parts, n, d, ndim, rows) if V0 is None else given_start(V0, d, ndim)
-        pen, dpen = _penalty(None, np.empty((0, d)), np.empty(0), d)
-        h = self.bandwidths(np.empty((0, d)), np.empty(0), len(levels), threads)
-        return PartSetup(mu, scales, None, rows, V, h, self.lam, pen, dpen, R_GRID, (self.lam, self.scale),
-                         bool(self.r_defects))
+        if not _inherits(self, RFormulation, "evaluator", "bandwidths"):
+            return None
+        return R_GRID, (self.lam, self.scale), bool(self.r_defects)
 
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
         """R's l: exact sums with R's squared priors in the value, or R's
@@ -576,6 +597,13 @@ class CorrectFormulation(PenalisedFormulation):
     density summed from the binned weights and its exact gradient."""
 
     name: ClassVar[str] = "correct"
+
+    def _on_parts(self) -> Optional[Tuple[Any, Tuple[Any, ...], Optional[bool]]]:
+        from .parts import LINEAR_GRID
+
+        if not _inherits(self, CorrectFormulation, "evaluator", "bandwidths"):
+            return None
+        return LINEAR_GRID, (self.name, self.lam, self.scale), None
 
     def evaluator(self, problem: Problem, nbin: Optional[int], threads: int) -> Evaluator:
         """The paper's l, exact or linearly binned, with its exact gradient."""
@@ -629,6 +657,8 @@ class JournalFormulation(Formulation):
         return Setup(mu, scales, prescale, self.evaluator(problem, nbin, thr), V, 0.0, None, None)
 
     def check_parts(self) -> None:
+        if not _inherits(self, JournalFormulation, "evaluator", "final_columns"):
+            super().check_parts()
         if self.V0 is not None:
             raise ValueError("a fit on rows in parts takes V0 as its argument")
 

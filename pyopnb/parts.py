@@ -27,11 +27,12 @@ each a call on every part (:class:`RowPart`) and a merge on the grid side
 
    - R's (:data:`R_GRID`): ``finish``, the part's dZ from the grid side's
      sums (D_c) and its blocks' partials of t(X) dZ.
-   - The journal's (:data:`JOURNAL_GRID`): ``sample``, the part's
-     sample-point terms and each block's edge (its shares of the grid's
-     motion and its extremes of z); the grid side adds the edges in block
-     order and finds the first block at each extreme; then ``finish``, the
-     motion added at the points there, and the partials of t(X) dZ.
+   - The paper's (:data:`LINEAR_GRID`) and the journal's
+     (:data:`JOURNAL_GRID`): ``sample``, the part's sample-point terms and
+     each block's edge (its shares of the grid's motion and its extremes of
+     z); the grid side adds the edges in block order and finds the first
+     block at each extreme; then ``finish``, the motion added at the points
+     there, and the partials of t(X) dZ.
 
    The grid side adds the partials in block order (dl/dV).
 
@@ -49,13 +50,14 @@ import numpy as np
 from ._core import linalg, project
 from ._core.grid import grid_axes
 from ._core.interp_grid import InterpGridTables
+from ._core.linear import LinearGridTables
 from ._core.r_grid import RGridTables
 from .evaluation import GRID_EPS, NormalisedEvaluator, greedy
 from .ksum import DEFAULT_BETA
 from .r_failures import R_UNDERFLOW, RFailure, farthest, r_cells, r_grid
 
-__all__ = ["BlockLayout", "PartObjective", "R_GRID", "JOURNAL_GRID", "PartSpec", "RowPart", "LocalRunner",
-           "PartsEvaluator", "NormalisedPartsEvaluator"]
+__all__ = ["BlockLayout", "PartObjective", "R_GRID", "LINEAR_GRID", "JOURNAL_GRID", "PartSpec", "RowPart",
+           "LocalRunner", "PartsEvaluator", "NormalisedPartsEvaluator"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class PartObjective:
     """A binned objective as the parts and the grid side compute it: the
     compiled tables each side holds, and the passes of its gradient after
     the value's (:meth:`gradient`). One instance per objective
-    (:data:`R_GRID`, :data:`JOURNAL_GRID`), chosen once, in the
+    (:data:`R_GRID`, :data:`LINEAR_GRID`, :data:`JOURNAL_GRID`), chosen once, in the
     :class:`PartSpec`."""
 
     name = ""
@@ -123,6 +125,11 @@ class PartObjective:
         """A part's n dl/dZ' from the grid side's last merge (the part's
         blocks starting at the problem's block ``first_block``)."""
         raise NotImplementedError
+
+    def sample(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
+        """A part's sample-point terms, each (column, block)'s edge, from
+        the grid side's merge_gradient (a grid that moves with z's extremes)."""
+        raise NotImplementedError(f"{self.name} has no sample pass")
 
     def subset_values(self, evaluator: "PartsEvaluator", W: np.ndarray) -> Any:
         """R's greedy order's ``values(chosen, remaining)`` at directions W."""
@@ -167,18 +174,16 @@ class _RGridOnParts(PartObjective):
         return values
 
 
-class _JournalGridOnParts(PartObjective):
-    """The journal's binned objective: the parts' a weights summed on the
-    grid (Phi), the parts' sample-point terms and each block's edge, the
-    grid's motion from the edges in block order, then each part's dZ (the
-    motion at its points at z's extremes) and t(X) dZ."""
-
-    name = "JOURNAL_GRID"
-    tables_class = InterpGridTables
+class _MovingGridOnParts(PartObjective):
+    """A binned objective whose grid moves with z's extremes: the parts'
+    gradient weights summed on the grid, the parts' sample-point terms and
+    each block's edge, the grid's motion from the edges in block order,
+    then each part's dZ (the motion at its points at z's extremes) and
+    t(X) dZ."""
 
     def gradient(self, runner: Any, grid: Any) -> np.ndarray:
-        Phi = grid.merge_gradient(runner.fold(("grad",))[0][:, None])
-        motion = grid.merge_motion(_in_order(runner.call("sample", Phi), 1))
+        merged = grid.merge_gradient(runner.fold(("grad",))[0][:, None])
+        motion = grid.merge_motion(_in_order(runner.call("sample", merged), 1))
         return _in_order(runner.call("finish", motion), 0)
 
     def finish(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
@@ -189,18 +194,44 @@ class _JournalGridOnParts(PartObjective):
         return lambda chosen, remaining: [evaluator._at(np.ascontiguousarray(W[:, chosen + [j]]), False)[0]
                                           for j in remaining]
 
+
+class _LinearGridOnParts(_MovingGridOnParts):
+    """The paper's binned objective: the parts' c weights deposited on the
+    grid where they lie (summed there: Sc, with the grid's own share of its
+    motion), then the moving grid's passes. The grid's own share starts the
+    problem's block 0."""
+
+    name = "LINEAR_GRID"
+    tables_class = LinearGridTables
+
+    def sample(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
+        return tables.part_sample(merged, first_block)
+
+
+class _JournalGridOnParts(_MovingGridOnParts):
+    """The journal's binned objective at V's unit columns: the parts' a
+    weights binned on the grid (Phi), then the moving grid's passes."""
+
+    name = "JOURNAL_GRID"
+    tables_class = InterpGridTables
+
+    def sample(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
+        return tables.part_sample(merged)
+
     def evaluator(self, runner: Any, spec: "PartSpec") -> "PartsEvaluator":
         return NormalisedPartsEvaluator(runner, spec)
 
 
 #: R's binned objective (f_NB_cpp's value, df_NB_cpp's gradient) over parts
 R_GRID: PartObjective = _RGridOnParts()
+#: the paper's binned objective over parts: linear binning, densities summed at the points, its exact gradient
+LINEAR_GRID: PartObjective = _LinearGridOnParts()
 #: the journal's binned objective over parts: l at V's unit columns, log densities interpolated on the grids
 JOURNAL_GRID: PartObjective = _JournalGridOnParts()
 
 
 def _objective(name: str) -> PartObjective:
-    return {o.name: o for o in (R_GRID, JOURNAL_GRID)}[name]
+    return {o.name: o for o in (R_GRID, LINEAR_GRID, JOURNAL_GRID)}[name]
 
 
 @dataclass(frozen=True)
@@ -290,10 +321,10 @@ class RowPart:
         self._kept = {"grad": T.part_gradient()} if gradient else {}
         return sums
 
-    def sample(self, Phi: np.ndarray) -> np.ndarray:
-        """The journal's sample-point terms: each (column, block)'s edge
-        (``InterpGridTables.part_sample``)."""
-        return self._for(Phi.shape[0]).part_sample(Phi)
+    def sample(self, merged: np.ndarray) -> np.ndarray:
+        """A moving grid's sample-point terms: each (column, block)'s edge
+        (:meth:`PartObjective.sample`), from the grid side's merge_gradient."""
+        return self.spec.objective.sample(self._for(merged.shape[0]), merged, self.first_block)
 
     def fold(self, names: Sequence[str], carry: Optional[Sequence[np.ndarray]]) -> List[np.ndarray]:
         """The kept per-block arrays ``names`` of the last pass, each

@@ -114,28 +114,28 @@ class _Killing:
         return self.runner.fold(names)
 
 
-def _single_and_cluster(client, X, y0, journal, chunks):
-    """The single machine's evaluator and the cluster's, of R's objective or the journal's."""
-    from pyopnb.parts import JOURNAL_GRID, R_GRID
+def _single_and_cluster(client, X, y0, kind, chunks):
+    """The single machine's evaluator and the cluster's, of R's objective ("R"), the paper's or the journal's."""
+    from pyopnb.parts import JOURNAL_GRID, LINEAR_GRID, R_GRID
 
-    h = np.array([0.4, 0.5, 0.45]) if journal else np.ones(3)
+    h = np.ones(3) if kind == "R" else np.array([0.4, 0.5, 0.45])
     PI = np.bincount(y0, minlength=3) / N
     prob = ev.check_problem(X, y0, PI, h)
-    if journal:
-        single = ev.NormalisedEvaluator(prob, ev.interp_grid(prob, 300, 1), 300, 1)
-    else:
-        single = ev.Evaluator(prob, ev.r_grid(prob, 300, 1), 300, 1)
+    evaluator, core, objective = {"R": (ev.Evaluator, ev.r_grid, R_GRID),
+                                  "paper": (ev.Evaluator, ev.linear_passes, LINEAR_GRID),
+                                  "journal": (ev.NormalisedEvaluator, ev.interp_grid, JOURNAL_GRID)}[kind]
+    single = evaluator(prob, core(prob, 300, 1), 300, 1)
     P = pdk.evaluator(da.from_array(X, chunks=(chunks, 5)), da.from_array(y0, chunks=chunks), h, PI, 300, client,
-                      objective=JOURNAL_GRID if journal else R_GRID)
+                      objective=objective)
     return single, P
 
 
-@pytest.mark.parametrize("journal, after", [(False, "extremes"), (False, "bin"), (False, "value"),
-                                            (True, "sample")])
-def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, journal, after):
+@pytest.mark.parametrize("kind, after", [("R", "extremes"), ("R", "bin"), ("R", "value"), ("paper", "sample"),
+                                         ("journal", "sample")])
+def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, kind, after):
     X, y = data
-    V = np.random.default_rng(2).normal(size=(5, 2)) * (1.0 if journal else 1e-2)
-    single, P = _single_and_cluster(client, X, y.astype(np.int32), journal, 46667)
+    V = np.random.default_rng(2).normal(size=(5, 2)) * (1e-2 if kind == "R" else 1.0)
+    single, P = _single_and_cluster(client, X, y.astype(np.int32), kind, 46667)
     f0, G0 = single.value_and_grad(V)
     try:
         P.runner = _Killing(P.runner, after)
@@ -151,10 +151,11 @@ def test_a_worker_killed_mid_evaluation_changes_no_bit(client, data, journal, af
         P.runner.runner.close()
 
 
+@pytest.mark.parametrize("kind", ["paper", "journal"])
 @pytest.mark.parametrize("rows", [N, BlockLayout(N).block_len, 2 * BlockLayout(N).block_len])
-def test_the_journals_objective_on_the_cluster_is_the_single_machines(client, data, rows):
+def test_a_moving_grids_objective_on_the_cluster_is_the_single_machines(client, data, rows, kind):
     X, y = data
-    E, P = _single_and_cluster(client, X, y.astype(np.int32), True, rows)
+    E, P = _single_and_cluster(client, X, y.astype(np.int32), kind, rows)
     V = np.random.default_rng(3).normal(size=(5, 3))
     f0, G0 = E.value_and_grad(V)
     try:
@@ -163,7 +164,7 @@ def test_the_journals_objective_on_the_cluster_is_the_single_machines(client, da
         assert P.order_columns(V) == E.order_columns(V)
     finally:
         P.runner.close()
-    with pytest.raises(TypeError, match="R_GRID or JOURNAL_GRID"):
+    with pytest.raises(TypeError, match="R_GRID, LINEAR_GRID or JOURNAL_GRID"):
         pdk.evaluator(da.from_array(X, chunks=(rows, 5)), da.from_array(y, chunks=rows), np.ones(3),
                       np.full(3, 1 / 3), 300, client, objective="journal")
 
@@ -523,10 +524,30 @@ def test_the_estimator_fits_the_journal_and_refuses_the_other_formulations_param
         pdk.DaskOPNBClassifier(formulation="journal", lam=1e-2).fit(X, y)
     with pytest.raises(ValueError, match="gamma"):
         pdk.DaskOPNBClassifier(gamma=2.0).fit(X, y)
-    with pytest.raises(ValueError, match="'R' or 'journal'"):
-        pdk.DaskOPNBClassifier(formulation="correct").fit(X, y)
+    with pytest.raises(ValueError, match="'R', 'correct' or 'journal'"):
+        pdk.DaskOPNBClassifier(formulation="naive").fit(X, y)
     with pytest.raises(ValueError, match="V0 as a \\(d, ndim\\) matrix"):
         pdk.opnb_journal(X, y, ndim=2, V0=lambda Xs, y, ndim: Xs[:ndim].T)
+
+
+@pytest.mark.parametrize("rows", [BlockLayout(N).block_len, 30000])
+def test_the_papers_fit_is_the_single_machines_for_any_chunking(client, data, rows):
+    # R's formulation with the paper's objective, as OPNBClassifier(formulation="correct") fits it
+    from pyopnb.grid_model import grid_model
+
+    X, y = data
+    est = pdk.DaskOPNBClassifier(ndim=2, nbin=300, formulation="correct", lam=2e-3)
+    est.fit(da.from_array(X, chunks=(rows, 5)), da.from_array(y, chunks=rows))
+    here = pyopnb.OPNBClassifier(ndim=2, nbin=300, formulation="correct", lam=2e-3).fit(X, y)
+    ref = grid_model(here.model_, 300)
+    for field in ("V", "h", "PI", "mu", "scales", "lo", "delta", "W"):
+        assert np.array_equal(getattr(est.model_, field), getattr(ref, field)), field
+    assert est.model_.fval == ref.fval and est.model_.lam == 2e-3 and est.convergence_ == here.convergence_
+    assert est.formulation_.name == "correct"
+    Xt = X[:2000] + 0.1
+    assert np.array_equal(est.predict_proba(Xt), pyopnb.predict(ref, Xt, log=True)["posterior"])
+    with pytest.raises(ValueError, match="gamma"):
+        pdk.DaskOPNBClassifier(formulation="correct", gamma=2.0).fit(X[:1000], y[:1000])
 
 
 def test_the_journal_on_a_csv_written_from_R_keeps_the_factors_order(client, tmp_path, caplog):

@@ -301,16 +301,16 @@ def test_class_bandwidths_are_each_class_in_its_own_bandwidth(linear, nbin):
     Zt = np.vstack([np.cumsum(rng.uniform(0.0, 4 / 64 * 0.3, n) * (rng.random(n) > 0.05)),
                     rng.normal(size=n)])
     Zt = Zt[:, rng.permutation(n)].copy()
-    both = _passes.log_densities(Zt, column_scratch(y, K, h, nbin, 2))
+    both = log_densities(Zt, y, K, h, nbin, 2)
     for k in range(K):
-        alone = _passes.log_densities(Zt, column_scratch(y, K, np.full(K, h[k]), nbin, 2))[:, k]
+        alone = log_densities(Zt, y, K, np.full(K, h[k]), nbin, 2)[:, k]
         np.testing.assert_allclose(both[:, k], alone, rtol=1e-13, atol=0)
         # the gradient, with posteriors that make every c weight 0 but class
         # k's: only class k's sums and bandwidth enter it
         post = np.eye(K)[y]
         post[:, k] -= 0.5
-        grad = _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, nbin, 2))
-        ref = _passes.log_density_gradient(Zt, post, column_scratch(y, K, np.full(K, h[k]), nbin, 2))
+        grad = log_density_gradient(Zt, post, y, K, h, nbin, 2)
+        ref = log_density_gradient(Zt, post, y, K, np.full(K, h[k]), nbin, 2)
         np.testing.assert_allclose(grad, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
         assert np.abs(ref).max() > 0
 
@@ -365,16 +365,34 @@ def test_remembered_sorts_serve_only_their_own_columns():
 
 
 def column_scratch(y, K, h, nbin, threads):
-    """The column passes' scratch: linear binning on nbin grid points, or exact sums (nbin 0)."""
-    from pyopnb._core import exact, linear
+    """The exact column passes' scratch (nbin unused: 0)."""
+    from pyopnb._core import exact
+
+    return exact.ExactScratch(y, K, h, nbin, 0.0, _BETA, threads)
+
+
+def log_densities(Zt, y, K, h, nbin, threads):
+    """Each point's class log densities [n, K] of Zt: exact sums (nbin 0), or
+    the paper's linear binning on nbin grid points."""
+    from pyopnb._core import linear, passes as _passes
 
     if nbin:
-        return linear.LinearScratch(y, K, h, nbin, 1e-8, _BETA, threads)
-    return exact.ExactScratch(y, K, h, 0, 0.0, _BETA, threads)
+        return linear.LinearGridTables(Zt.shape[0], y, K, h, nbin, 1e-8, _BETA, False, threads).update(
+            np.ascontiguousarray(Zt)).log_densities()
+    return _passes.log_densities(Zt, column_scratch(y, K, h, 0, threads))
 
 
-@pytest.mark.parametrize("linear, nbin", [(False, 0), (True, 40)])
-def test_column_scratch_reused_across_evaluations(linear, nbin):
+def log_density_gradient(Zt, post, y, K, h, nbin, threads):
+    """n dl/dZ [ndim, n] of Zt at the posteriors post, as log_densities."""
+    from pyopnb._core import linear, passes as _passes
+
+    if nbin:
+        T = linear.LinearGridTables(Zt.shape[0], y, K, h, nbin, 1e-8, _BETA, True, threads)
+        return T.update(np.ascontiguousarray(Zt)).gradient(np.ascontiguousarray(post)).copy()
+    return _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, 0, threads))
+
+
+def test_column_scratch_reused_across_evaluations():
     """One scratch object serves a fit's evaluations: the same numbers as
     fresh scratch, for Z of 3, 1 and 6 columns in turn; Z of another
     problem, and a scratch with no column passes, are refused."""
@@ -384,15 +402,15 @@ def test_column_scratch_reused_across_evaluations(linear, nbin):
     n, K, ndim = 200, 3, 3
     y = (np.arange(n) % K).astype(np.int32)
     h = np.array([1.0, 1.0, 0.5])
-    work = column_scratch(y, K, h, nbin, 2)
+    work = column_scratch(y, K, h, 0, 2)
     assert work.threads == 2
     for nd in (ndim, 1, ndim + 3):
         Zt = rng.normal(size=(nd, n))
-        fresh = _passes.log_densities(Zt, column_scratch(y, K, h, nbin, 2))
+        fresh = _passes.log_densities(Zt, column_scratch(y, K, h, 0, 2))
         np.testing.assert_array_equal(_passes.log_densities(Zt, work), fresh)
         post = np.full((n, K), 1.0 / K)
         np.testing.assert_array_equal(_passes.log_density_gradient(Zt, post, work),
-                                      _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, nbin, 2)))
+                                      _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, 0, 2)))
     # the value pass's columns serve the gradient of that Z only, and once
     A, B = rng.normal(size=(2, 2, n))
     post = rng.dirichlet(np.ones(K), size=n)
@@ -400,15 +418,15 @@ def test_column_scratch_reused_across_evaluations(linear, nbin):
         _passes.log_densities(first, work)
         for _ in range(2):
             np.testing.assert_array_equal(_passes.log_density_gradient(second, post, work),
-                                          _passes.log_density_gradient(second, post, column_scratch(y, K, h, nbin, 2)))
+                                          _passes.log_density_gradient(second, post, column_scratch(y, K, h, 0, 2)))
     with pytest.raises(ValueError, match="Zt must have 200 columns"):
         _passes.log_densities(Zt[:, :100].copy(), work)
     with pytest.raises(ValueError, match=r"post must be \(200, 3\)"):
         _passes.log_density_gradient(Zt, post[:, :2].copy(), work)
-    with pytest.raises(TypeError, match="ExactScratch or a LinearScratch"):
+    with pytest.raises(TypeError, match="an ExactScratch"):
         _passes.log_densities(Zt, _passes.ColumnScratch(y, K, h, 40, 1e-8, _BETA, 2, False))
     with pytest.raises(ValueError, match="one bandwidth per class"):
-        column_scratch(y, K, h[:2].copy(), nbin, 2)
+        column_scratch(y, K, h[:2].copy(), 0, 2)
 
 
 def grid_tables(Zt, p, nbin, gradient, threads):
@@ -461,7 +479,7 @@ def test_column_passes_subset_values_are_each_subset_afresh(kind, threads):
     p = check_problem(X, y, PI, np.ones(3))
     make = {"exact": lambda: _exact.ExactPasses(p.y0, p.h, PI, threads, _BETA),
             "exact_r": lambda: _exact.ExactPasses(p.y0, p.h, PI, threads, _BETA, True),
-            "linear": lambda: _linear.LinearPasses(p.y0, p.h, PI, threads, 60, _BETA, 1e-8)}[kind]
+            "linear": lambda: _linear.LinearGrid(p.y0, p.h, PI, threads, 60, _BETA, 1e-8)}[kind]
     core = make()
 
     def afresh(Zt, chosen, candidates):
@@ -681,8 +699,8 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
     Zt[7, 1:10:2] += 870.0
     h = np.ones(K)
     nb = nbin if mode == "linear" else 0
-    both = _passes.log_densities(Zt, column_scratch(y, K, h, nb, 1))
-    alone = sum(_passes.log_densities(Zt[t:t + 1].copy(), column_scratch(y, K, h, nb, 1)) for t in range(ndim))
+    both = log_densities(Zt, y, K, h, nb, 1)
+    alone = sum(log_densities(Zt[t:t + 1].copy(), y, K, h, nb, 1) for t in range(ndim))
     assert np.all(both[y == 0, 1] < -1000) and np.all(both[y == 1, 0] < -1000)
     finite = np.isfinite(alone)
     assert np.sum(~finite) == 5
@@ -690,7 +708,7 @@ def test_densities_multiplied_over_columns_never_underflow(mode, nbin):
     np.testing.assert_allclose(both[finite], alone[finite], rtol=1e-14)
     assert np.all(both[~finite] == -np.inf)
     # the same products on two threads and in waves: the same bits
-    np.testing.assert_array_equal(_passes.log_densities(Zt, column_scratch(y, K, h, nb, 3)), both)
+    np.testing.assert_array_equal(log_densities(Zt, y, K, h, nb, 3), both)
 
 
 def test_r_binned_value_multiplies_the_tables_over_columns():

@@ -1,4 +1,4 @@
-"""The rows in parts (pyopnb.parts): R's and the journal's binned
+"""The rows in parts (pyopnb.parts): R's, the paper's and the journal's binned
 objectives and their gradients from parts of whole blocks, merged on a grid
 side with no rows, are the single machine's bits, whatever the split."""
 import numpy as np
@@ -9,8 +9,8 @@ from pyopnb.formulation import JournalFormulation, RFormulation
 from pyopnb._core import linalg
 from pyopnb._core.grid import grid_axes
 from pyopnb._core.r_grid import RGridTables
-from pyopnb.parts import (JOURNAL_GRID, R_GRID, BlockLayout, LocalRunner, NormalisedPartsEvaluator, PartSpec,
-                          PartsEvaluator, RowPart, add_blocks, split)
+from pyopnb.parts import (JOURNAL_GRID, LINEAR_GRID, R_GRID, BlockLayout, LocalRunner, NormalisedPartsEvaluator,
+                          PartSpec, PartsEvaluator, RowPart, add_blocks, split)
 
 
 def _problem(n, d=5, K=3, seed=0, h=0.4):
@@ -176,6 +176,45 @@ def test_a_fit_in_parts_is_OPNBs(pima):
         fit_projection_local(X, y, [0, 140000], nbin=None)
 
 
+def test_the_papers_fit_in_parts_is_the_single_machines():
+    # R's formulation with the paper's objective (OPNBClassifier(formulation="correct")), in 1 to 3 parts
+    from pyopnb.fitting import fit
+    from pyopnb.formulation import CorrectFormulation
+    from pyopnb.part_fit import fit_projection_local
+
+    X, y, _, _, _ = _problem(140000, seed=4)
+    B = BlockLayout(140000).block_len
+    m = fit(X, y, CorrectFormulation(lam=2e-3, scale=False), ndim=2, nbin=300)
+    for bounds in ([0, 140000], [0, 2 * B, 140000], [0, B, 2 * B, 140000]):
+        f = fit_projection_local(X, y, bounds, CorrectFormulation(lam=2e-3, scale=False), ndim=2, nbin=300)
+        assert np.array_equal(f.V, m.V) and f.fval == m.fval and np.array_equal(f.h, m.h), bounds
+        assert np.array_equal(f.mu, m.mu) and np.array_equal(f.scales, m.scales)
+        assert f.convergence == m.convergence and f.lam == 2e-3
+    with pytest.raises(ValueError, match="C None"):
+        fit_projection_local(X, y, [0, 140000], CorrectFormulation(C=lambda X, y: np.eye(5)))
+
+
+def test_a_formulation_with_its_own_objective_is_refused_on_parts():
+    # the parts' passes are the built-in objectives': a subclass's own l or bandwidths would be silently replaced
+    from pyopnb.formulation import CorrectFormulation
+    from pyopnb.part_fit import fit_projection_local
+
+    class Wider(CorrectFormulation):
+        def bandwidths(self, Xs, codes, K, threads):
+            return np.full(K, 2.0)
+
+    class Mine(JournalFormulation):
+        def evaluator(self, problem, nbin, threads):
+            return super().evaluator(problem, nbin, threads)
+
+    X, y, _, _, _ = _problem(500)
+    for form in (Wider(), Mine()):
+        with pytest.raises(ValueError, match="is not fitted on rows in parts"):
+            fit_projection_local(X, y, [0, 500], form, ndim=1, nbin=50)
+    for form in (RFormulation(), CorrectFormulation(), JournalFormulation()):
+        form.check_parts()
+
+
 def test_the_greedy_order_in_parts_is_the_single_machines():
     n = 140000
     X, y, h, PI, rng = _problem(n, d=6)
@@ -255,45 +294,54 @@ def test_a_fit_in_parts_that_R_stops_warns_and_keeps_Rs_start_with_r_defects():
     assert abs(kept.fval - v["fold8_lam4e-4_fval"]) <= 1e-12 * abs(v["fold8_lam4e-4_fval"])
 
 
-def _journal_single(X, y, h, PI, nbin, threads=1):
+# the binned objectives whose grid moves with z's extremes: each one's single machine evaluator
+_MOVING = {"journal": (JOURNAL_GRID, ev.NormalisedEvaluator, ev.interp_grid),
+           "paper": (LINEAR_GRID, ev.Evaluator, ev.linear_passes)}
+
+
+def _moving_single(kind, X, y, h, PI, nbin, threads=1):
+    _, evaluator, core = _MOVING[kind]
     prob = ev.check_problem(X, y, PI, h)
-    return ev.NormalisedEvaluator(prob, ev.interp_grid(prob, nbin, threads), nbin, threads)
+    return evaluator(prob, core(prob, nbin, threads), nbin, threads)
 
 
-def _journal_parts(X, y, h, PI, nbin, bounds, threads=1):
+def _moving_parts(kind, X, y, h, PI, nbin, bounds, threads=1, runner=LocalRunner):
+    objective, evaluator, _ = _MOVING[kind]
     spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=PI.size), n=X.shape[0], nbin=nbin,
-                    threads=threads, objective=JOURNAL_GRID)
-    P = spec.objective.evaluator(LocalRunner(split(X, y, spec, bounds)), spec)
-    assert isinstance(P, NormalisedPartsEvaluator)
+                    threads=threads, objective=objective)
+    P = spec.objective.evaluator(runner(split(X, y, spec, bounds)), spec)
+    assert isinstance(P, NormalisedPartsEvaluator) == (evaluator is ev.NormalisedEvaluator)
     return P
 
 
+@pytest.mark.parametrize("kind", sorted(_MOVING))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_the_journals_objective_in_parts_is_the_single_machines_for_every_split(threads):
+def test_a_moving_grids_objective_in_parts_is_the_single_machines_for_every_split(kind, threads):
     n = 140000
     X, y, h, PI, rng = _problem(n)
     h = np.array([0.3, 0.45, 0.38])
     B = BlockLayout(n).block_len
-    E = _journal_single(X, y, h, PI, 300, threads)
+    E = _moving_single(kind, X, y, h, PI, 300, threads)
     for ndim in (1, 3):
         V = rng.normal(size=(X.shape[1], ndim))
         f0, G0 = E.value_and_grad(V)
         order = E.order_columns(V)
         for bounds in ([0, n], [0, B, n], [0, 2 * B, n], [0, B, 2 * B, n]):
-            P = _journal_parts(X, y, h, PI, 300, bounds, threads)
+            P = _moving_parts(kind, X, y, h, PI, 300, bounds, threads)
             f1, G1 = P.value_and_grad(V)
             assert f1 == f0 and np.array_equal(G1, G0), (ndim, bounds)
             assert P.value(V) == f0
             assert P.order_columns(V) == order
         # the gradient is the value's: its slope along a direction
-        P = _journal_parts(X, y, h, PI, 300, [0, B, n], threads)
+        P = _moving_parts(kind, X, y, h, PI, 300, [0, B, n], threads)
         D = rng.normal(size=V.shape)
         eps = 1e-6
         slope = (P.value(V + eps * D) - P.value(V - eps * D)) / (2 * eps)
         assert abs(slope - np.sum(G1 * D)) < 1e-5 * max(1.0, abs(slope))
 
 
-def test_the_grids_motion_goes_to_the_first_block_at_each_extreme_wherever_its_part():
+@pytest.mark.parametrize("kind", sorted(_MOVING))
+def test_the_grids_motion_goes_to_the_first_block_at_each_extreme_wherever_its_part(kind):
     # column 0's extremes tie between rows of blocks 0 and 2 (the first block must take the motion, as one scan
     # of the points finds it) and those rows differ elsewhere, so another choice would change t(X) dZ
     n = 140000
@@ -306,9 +354,9 @@ def test_the_grids_motion_goes_to_the_first_block_at_each_extreme_wherever_its_p
     X[2 * B + 10, 1:] += 3.0
     X[2 * B + 7, 1:] -= 3.0
     V = np.column_stack([np.eye(4)[0], rng.normal(size=4)])
-    f0, G0 = _journal_single(X, y, h, PI, 200).value_and_grad(V)
+    f0, G0 = _moving_single(kind, X, y, h, PI, 200).value_and_grad(V)
     for bounds in ([0, B, n], [0, 2 * B, n], [0, B, 2 * B, n]):
-        f1, G1 = _journal_parts(X, y, h, PI, 200, bounds).value_and_grad(V)
+        f1, G1 = _moving_parts(kind, X, y, h, PI, 200, bounds).value_and_grad(V)
         assert f1 == f0 and np.array_equal(G1, G0), bounds
     # the motion's blocks, as the parts were told them: column 0's first minimum and first maximum
     seen = []
@@ -319,8 +367,7 @@ def test_the_grids_motion_goes_to_the_first_block_at_each_extreme_wherever_its_p
                 seen.append(args[0])
             return super().call(method, *args)
 
-    spec = PartSpec(h=h, PI=PI, counts=np.bincount(y, minlength=3), n=n, nbin=200, objective=JOURNAL_GRID)
-    P = spec.objective.evaluator(Recording(split(X, y, spec, [0, B, 2 * B, n])), spec)
+    P = _moving_parts(kind, X, y, h, PI, 200, [0, B, 2 * B, n], runner=Recording)
     assert P.value_and_grad(V)[0] == f0
     assert seen[0][0, 2:].tolist() == [0.0, 1.0]
     assert not np.array_equal(X[10], X[2 * B + 10]) and not np.array_equal(X[B + 5], X[2 * B + 7])
@@ -339,7 +386,7 @@ def test_a_part_is_told_where_its_blocks_start():
 def test_the_objectives_travel_as_themselves():
     import pickle
 
-    assert pickle.loads(pickle.dumps(JOURNAL_GRID)) is JOURNAL_GRID
-    assert pickle.loads(pickle.dumps(R_GRID)) is R_GRID
+    for objective in (R_GRID, LINEAR_GRID, JOURNAL_GRID):
+        assert pickle.loads(pickle.dumps(objective)) is objective
     spec = PartSpec(h=np.ones(2), PI=np.full(2, 0.5), counts=np.ones(2), n=2, nbin=10, objective=JOURNAL_GRID)
     assert pickle.loads(pickle.dumps(spec)).objective is JOURNAL_GRID

@@ -47,9 +47,7 @@ def make(kind, y, h, PI, w, threads=1):
 
     if kind == "exact":
         return exact.ExactPasses(y, h, PI, threads, DEFAULT_BETA, False, w)
-    if kind == "linear":
-        return linear.LinearPasses(y, h, PI, threads, 200, DEFAULT_BETA, 1e-8, w)
-    cls = r_grid.RGrid if kind == "rgrid" else interp_grid.InterpGrid
+    cls = {"linear": linear.LinearGrid, "rgrid": r_grid.RGrid, "interp": interp_grid.InterpGrid}[kind]
     return cls(y, h, PI, threads, 200, DEFAULT_BETA, 1e-8, w)
 
 

@@ -4,13 +4,15 @@ goes through, are ``pyopnb._ksum``.
 
 Evaluations of l, one interface (``evaluator.pxd``), made once per fit:
     evaluator   the interface: ``evaluate(Zt, gradient)``, ``subset_values``
-    passes      the column passes the next two share, one projected column at
-                a time: set-up and sums in waves, products, the points' terms
+    passes      the exact sums' column passes, one projected column at a
+                time: set-up and sums in waves, products, the points' terms
     exact       ``ExactPasses``: exact sums (``ExactScratch``, its column kind)
-    linear      ``LinearPasses``: the paper's linear binning (``LinearScratch``)
     grid        the grids' shared support: cells, binning, supports, sums on
-                a grid (``GridTables``, the base of each kind's tables)
+                a grid, a moving grid's motion (``GridTables``, the base of
+                each binned kind's tables)
     r_grid      ``RGrid`` (R's f_NB_cpp / df_NB_cpp)
+    linear      ``LinearGrid``: the paper's linear binning, densities summed
+                at the points
     interp_grid ``InterpGrid`` (the journal's interpolated log densities)
     posteriors  a row's classes combined: l's terms and the posteriors
     geometry    a projected column's grid (cells, ends, linear binning)

@@ -6,7 +6,7 @@ An evaluator is made once per fit for one problem (class codes, bandwidths,
 priors, threads, and whatever its kind fixes: the bins, R's squared priors)
 and then evaluates l at one Z' = (X V)' after another, keeping its scratch
 and tables between calls. The kinds: ``passes.ExactPasses`` (exact sums),
-``passes.LinearPasses`` (the paper's linear binning, summed at the points), ``r_grid.RGrid`` (R's
+``linear.LinearGrid`` (the paper's linear binning, summed at the points), ``r_grid.RGrid`` (R's
 f_NB_cpp and df_NB_cpp) and ``interp_grid.InterpGrid`` (the journal's interpolated
 log densities). A subclass, compiled or Python, overrides ``evaluate`` and,
 where its tables answer it faster, ``subset_values``.

@@ -104,7 +104,6 @@ cdef class ExactScratch(ColumnScratch):
     def __cinit__(self, *args, **kwargs):
         self.P.kind = &_EXACT
         self.G = self.P.n
-        self.deposits = False
 
     cdef int _plan(self, Py_ssize_t ndim) except -1:
         """Whether ndim columns are kept between the value and gradient

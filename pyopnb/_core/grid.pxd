@@ -1,5 +1,5 @@
-# The grids' shared support (grid.pyx), for the binned objectives that read densities on each
-# column's grid: R's (r_grid.pyx) and the journal's (interp_grid.pyx).
+# The grids' shared support (grid.pyx), for the binned objectives on each column's grid: R's
+# (r_grid.pyx), the paper's (linear.pyx) and the journal's (interp_grid.pyx).
 from pyopnb._ksum cimport Kernel
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch
 from pyopnb._core.evaluator cimport CoreEvaluator
@@ -63,6 +63,23 @@ cdef struct GridSum:
 cdef void _grid_sums(const Problem* P, Column* col, Support* sp, const GridSum* g, int nthr) noexcept nogil
 
 
+# a (column, block)'s edge of a gradient whose grid moves with z's extremes (the paper's and the journal's):
+# its shares of n dl/dlo and n dl/ddelta, its extremes of z, and the rows (within the part) that hold them
+cdef enum:
+    _EDGE = 6
+
+
+cdef struct GridMotion:
+    # a column's grid motion: n dl/dlo and n dl/ddelta, and the blocks whose points are z's extremes
+    double d_lo
+    double d_delta
+    Py_ssize_t bmin
+    Py_ssize_t bmax
+
+
+cdef GridMotion _merge_edges(const double* edge, Py_ssize_t nblk, Py_ssize_t stride, double kdelta) noexcept nogil
+
+
 cdef class GridTables:
     cdef ColumnScratch wk
     cdef readonly Py_ssize_t ndim, n, nbin
@@ -110,10 +127,16 @@ cdef class GridTables:
     cdef double* zminp              # [ndim, nblk]: each (column, block)'s extremes
     cdef double* zmaxp
     cdef double* dZp                # _dZ's data (NULL until a gradient makes it)
+    # a moving grid's gradient (the paper's, the journal's): each (column, block)'s edge [ndim, nblk, _EDGE],
+    # and each column's share of n dl/ddelta that is no block's (the journal's kernel share; else 0)
+    cdef object _edge, _kdelta
+    cdef double* edgep
+    cdef double* kdeltap
 
     cdef int nthr                   # the passes' team: the threads given, capped by a pass's work (_run_on)
 
     cdef void _run_on(self, int threads)
+    cdef void _move_grids(self) noexcept nogil
     cdef void _take(self, object Zt) except *
     cdef void _set_axes(self, const double[::1] lo, const double[::1] delta) except *
     cdef void _extremes(self) noexcept nogil

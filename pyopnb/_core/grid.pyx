@@ -1,13 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False, nonecheck=False
 # distutils: language = c++
-"""The grids' shared support for the binned objectives that read densities
-on each column's grid, R's (r_grid.pyx) and the journal's
+"""The grids' shared support for the binned objectives on each column's
+grid, R's (r_grid.pyx), the paper's (linear.pyx) and the journal's
 (interp_grid.pyx): each column's grid, its points' cells and the blocks'
-binned class weights, the column's support, and kernel sums on it
-(GridTables, the base of each kind's tables, and _GridEvaluator, of each
-kind's evaluator). Every point reads its class densities at or between its
-grid points, so each column comes down to tables [nbin, K] at the grid
-points. The passes over the points then read all columns' tables for a
+binned class weights, the column's support, kernel sums on it, and the
+gradient's share from the grid's motion with z's extremes (GridTables, the
+base of each kind's tables, and _GridEvaluator, of each kind's evaluator).
+Each column comes down to tables on its grid points, which every point
+reads at or between its grid points. The passes over the points then read all columns' tables for a
 block of points at a time: one sweep over the data instead of one read and
 write of an n x K array per column, which would make these passes
 memory-bound (more threads would then add little).
@@ -24,7 +24,7 @@ cdef extern from *:
 from pyopnb._core.common cimport (MAX_BLOCKS, _MAX_ORDER, _block_partials, _data_or_null, _reduce_blocks,
                                   _region_threads, _row_block_len, _row_blocks, _thread_id)
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
-from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _min_max
+from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid, _terms_mean
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
@@ -197,6 +197,26 @@ def grid_axes(zmin, zmax, double eps, Py_ssize_t nbin):
     return lo, delta
 
 
+cdef GridMotion _merge_edges(const double* edge, Py_ssize_t nblk, Py_ssize_t stride, double kdelta) noexcept nogil:
+    """A column's blocks' edges (each ``stride`` apart, the first four
+    fields of _EDGE), in block order: their shares of the motion added onto
+    0 and onto kdelta (the share that is no block's), and the first block
+    at each extreme of z (strict comparisons, as a scan of the points would
+    find them)."""
+    cdef GridMotion m = GridMotion(d_lo=0.0, d_delta=kdelta, bmin=0, bmax=0)
+    cdef Py_ssize_t b
+    cdef const double* ed
+    for b in range(nblk):
+        ed = &edge[b * stride]
+        m.d_lo = m.d_lo + ed[0]
+        m.d_delta = m.d_delta + ed[1]
+        if ed[2] < edge[m.bmin * stride + 2]:
+            m.bmin = b
+        if ed[3] > edge[m.bmax * stride + 3]:
+            m.bmax = b
+    return m
+
+
 # points whose fractions _bin_points divides at once
 DEF _FRAC_CHUNK = 256
 
@@ -340,6 +360,11 @@ cdef class GridTables:
         self.cellsp = <int*> cnp.PyArray_DATA(self._cells)
         self.logS_linp = <double*> cnp.PyArray_DATA(self.logS_lin)
         self.part_simplep = NULL
+        # a moving grid's edges (the kinds whose gradient reads them)
+        self._edge = np.empty((ndim, self.nblk, _EDGE)) if gradient else None
+        self._kdelta = np.zeros(ndim) if gradient else None
+        self.edgep = _data_or_null(self._edge)
+        self.kdeltap = _data_or_null(self._kdelta)
 
     cdef void _run_on(self, int threads):
         """The threads of the next passes (at most those the scratch was
@@ -558,6 +583,68 @@ cdef class GridTables:
         if len(PI) != self.wk.P.K:
             raise ValueError(f"PI must have K = {self.wk.P.K} entries, got {len(PI)}")
         return c_log_array(PI)
+
+    cdef void _move_grids(self) noexcept nogil:
+        """One machine's grid motion: each column's edges added in block
+        order, their share added at the points at z's extremes (the
+        gradient's last pass, after the edges are made)."""
+        cdef Py_ssize_t t
+        cdef GridMotion m
+        cdef const double* ed
+        for t in range(self.ndim):
+            ed = &self.edgep[t * self.nblk * _EDGE]
+            m = _merge_edges(ed, self.nblk, _EDGE, self.kdeltap[t])
+            _grid_motion(&self.dZp[t * self.n + <Py_ssize_t> ed[m.bmin * _EDGE + 4]],
+                         &self.dZp[t * self.n + <Py_ssize_t> ed[m.bmax * _EDGE + 5]], m.d_lo, m.d_delta, self.nbin)
+
+    def _part_edges(self):
+        """A part's edges, as merge_motion takes them: [ndim, nblk, 4]."""
+        return np.ascontiguousarray(self._edge[:, :, :4])
+
+    def merge_motion(self, edges):
+        """The grid side's: each column's grid motion from the parts' edges
+        [ndim, nblk, 4] (their part_sample's, their blocks in order), for
+        part_motion: [ndim, 4] of n dl/dlo, n dl/ddelta and the blocks
+        holding z's minimum and maximum."""
+        self._check_grid_side("merge_motion")
+        if self._edge is None:
+            raise ValueError(f"{type(self).__name__}'s grids do not move with the points")
+        ed = np.ascontiguousarray(edges, dtype=np.float64)
+        if ed.ndim != 3 or ed.shape[0] != self.ndim or ed.shape[1] < 1 or ed.shape[2] != 4:
+            raise ValueError(f"edges must be ({self.ndim}, nblk, 4), got {ed.shape}")
+        cdef const double[:, :, ::1] ev = ed
+        cdef const double[::1] kd = self._kdelta
+        out = np.empty((self.ndim, 4))
+        cdef double[:, ::1] ov = out
+        cdef Py_ssize_t t
+        cdef GridMotion m
+        for t in range(self.ndim):
+            m = _merge_edges(&ev[t, 0, 0], ed.shape[1], 4, kd[t])
+            ov[t, 0], ov[t, 1], ov[t, 2], ov[t, 3] = m.d_lo, m.d_delta, <double> m.bmin, <double> m.bmax
+        return out
+
+    def part_motion(self, motion, Py_ssize_t first_block):
+        """A part's n * dl/dZ [ndim, n] (after part_sample): the grid's
+        motion (merge_motion's) added at the part's points at z's extremes,
+        where they lie in its blocks (the first of which is the problem's
+        block ``first_block``)."""
+        if self._dZ is None or self._edge is None:
+            raise ValueError("call part_gradient first")
+        mo = np.ascontiguousarray(motion, dtype=np.float64)
+        if mo.shape != (self.ndim, 4):
+            raise ValueError(f"motion must be ({self.ndim}, 4), got {mo.shape}")
+        cdef const double[:, ::1] mv = mo
+        cdef const double* edge = self.edgep
+        cdef Py_ssize_t t, bmin, bmax, n = self.n, nblk = self.nblk
+        cdef double* at_min
+        cdef double* at_max
+        for t in range(self.ndim):
+            bmin = <Py_ssize_t> mv[t, 2] - first_block
+            bmax = <Py_ssize_t> mv[t, 3] - first_block
+            at_min = &self.dZp[t * n + <Py_ssize_t> edge[(t * nblk + bmin) * _EDGE + 4]] if 0 <= bmin < nblk else NULL
+            at_max = &self.dZp[t * n + <Py_ssize_t> edge[(t * nblk + bmax) * _EDGE + 5]] if 0 <= bmax < nblk else NULL
+            _grid_motion(at_min, at_max, mv[t, 0], mv[t, 1], self.nbin)
+        return self._dZ
 
     def _check_grid_side(self, str name):
         """The checks of the grid side's merges of the parts' gradient passes."""

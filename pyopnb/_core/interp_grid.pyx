@@ -13,10 +13,10 @@ from libc.string cimport memset
 
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport _make_kernel
-from pyopnb._core.geometry cimport _bin_linear, _grid_motion
+from pyopnb._core.geometry cimport _bin_linear
 from pyopnb._core.passes cimport Column, Problem, _point_weight
 from pyopnb._core.posteriors cimport _row_posterior
-from pyopnb._core.grid cimport GridSum, GridTables, Support, _GridEvaluator, _block_len, _cell_frac, _grid_sums
+from pyopnb._core.grid cimport _EDGE, GridSum, GridTables, Support, _GridEvaluator, _block_len, _cell_frac, _grid_sums
 
 cnp.import_array()
 
@@ -53,39 +53,6 @@ cdef void _block_interp(const double* T, Py_ssize_t TK, int K, const GridPoints*
                 a[k] = a[k] + ((1.0 - u) * row[k] + u * row[K + k])
 
 
-# a (column, block)'s edge of the gradient: its shares of n dl/dlo and n dl/ddelta, its extremes of z, and
-# the rows (within the part) that hold them
-DEF _EDGE = 6
-
-
-cdef struct GridMotion:
-    # a column's grid motion: n dl/dlo and n dl/ddelta, and the blocks whose points are z's extremes
-    double d_lo
-    double d_delta
-    Py_ssize_t bmin
-    Py_ssize_t bmax
-
-
-cdef GridMotion _merge_edges(const double* edge, Py_ssize_t nblk, Py_ssize_t stride, double kdelta) noexcept nogil:
-    """A column's blocks' edges (each ``stride`` apart, the first four
-    fields of _EDGE), in block order: their shares of the motion added onto
-    0 and onto the kernel's share kdelta, and the first block at each
-    extreme of z (strict comparisons, as a scan of the points would find
-    them)."""
-    cdef GridMotion m = GridMotion(d_lo=0.0, d_delta=kdelta, bmin=0, bmax=0)
-    cdef Py_ssize_t b
-    cdef const double* ed
-    for b in range(nblk):
-        ed = &edge[b * stride]
-        m.d_lo = m.d_lo + ed[0]
-        m.d_delta = m.d_delta + ed[1]
-        if ed[2] < edge[m.bmin * stride + 2]:
-            m.bmin = b
-        if ed[3] > edge[m.bmax * stride + 3]:
-            m.bmax = b
-    return m
-
-
 cdef class InterpGridTables(GridTables):
     """The journal formulation's binned objective: each column's class log
     densities on its grid (logs summed in log space, so finite however far a
@@ -101,13 +68,9 @@ cdef class InterpGridTables(GridTables):
                                     # summed over the blocks, block 0 holds the column's c = A / f
     cdef object _Phi                # [ndim, TK]: the kernel sums of the c weights at the grid points
     cdef object _Psi                # [ndim, TK]: the same in the kernel psi(u) = u K'(u)
-    cdef object _kdelta             # [ndim]: the kernel's share of n dl/ddelta (the binned weights times Psi)
-    cdef object _edge               # [ndim, nblk, _EDGE]: each (column, block)'s edge
     cdef double* part_ap            # their data (NULL without a gradient)
     cdef double* Phip
     cdef double* Psip
-    cdef double* kdeltap
-    cdef double* edgep
 
     def __cinit__(self, Py_ssize_t ndim, int[::1] y, int K, double[::1] h, Py_ssize_t nbin,
                   double eps, const double[::1] beta, bint gradient, int num_threads, w=None, part=None):
@@ -123,13 +86,9 @@ cdef class InterpGridTables(GridTables):
         self._part_a = np.empty((ndim, self.nblk, self.TK)) if gradient else None
         self._Phi = np.empty((ndim, self.TK)) if gradient else None
         self._Psi = np.empty((ndim, self.TK)) if gradient else None
-        self._kdelta = np.zeros(ndim) if gradient else None
-        self._edge = np.empty((ndim, self.nblk, _EDGE)) if gradient else None
         self.part_ap = _data_or_null(self._part_a)
         self.Phip = _data_or_null(self._Phi)
         self.Psip = _data_or_null(self._Psi)
-        self.kdeltap = _data_or_null(self._kdelta)
-        self.edgep = _data_or_null(self._edge)
 
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil:
         cdef const Problem* P = &self.wk.P
@@ -189,20 +148,11 @@ cdef class InterpGridTables(GridTables):
         the kernel psi(u) = u K'(u), Wb_k the binned class weights.
         """
         dZ = self._gradient_out(post, self.has_gradient)
-        cdef Py_ssize_t t
-        cdef GridMotion m
-        cdef double* ed
         with nogil:
             self._point_terms(&post[0, 0])
             self._sample_sums()
             self._sample_terms()
-            # the grid's motion, its blocks' shares added in order
-            for t in range(self.ndim):
-                ed = &self.edgep[t * self.nblk * _EDGE]
-                m = _merge_edges(ed, self.nblk, _EDGE, self.kdeltap[t])
-                _grid_motion(&self.dZp[t * self.n + <Py_ssize_t> ed[m.bmin * _EDGE + 4]],
-                             &self.dZp[t * self.n + <Py_ssize_t> ed[m.bmax * _EDGE + 5]], m.d_lo, m.d_delta,
-                             self.nbin)
+            self._move_grids()
         return dZ
 
     cdef void _point_terms(self, const double* post) noexcept nogil:
@@ -360,50 +310,7 @@ cdef class InterpGridTables(GridTables):
         self._copy_parts(Phi, self._Phi, "Phi")
         with nogil:
             self._sample_terms()
-        return np.ascontiguousarray(self._edge[:, :, :4])
-
-    def merge_motion(self, edges):
-        """The grid side's: each column's grid motion from the parts' edges
-        [ndim, nblk, 4] (part_sample's, their blocks in order), for
-        part_motion: [ndim, 4] of n dl/dlo, n dl/ddelta and the blocks
-        holding z's minimum and maximum."""
-        self._check_grid_side("merge_motion")
-        ed = np.ascontiguousarray(edges, dtype=np.float64)
-        if ed.ndim != 3 or ed.shape[0] != self.ndim or ed.shape[1] < 1 or ed.shape[2] != 4:
-            raise ValueError(f"edges must be ({self.ndim}, nblk, 4), got {ed.shape}")
-        cdef const double[:, :, ::1] ev = ed
-        cdef const double[::1] kd = self._kdelta
-        out = np.empty((self.ndim, 4))
-        cdef double[:, ::1] ov = out
-        cdef Py_ssize_t t
-        cdef GridMotion m
-        for t in range(self.ndim):
-            m = _merge_edges(&ev[t, 0, 0], ed.shape[1], 4, kd[t])
-            ov[t, 0], ov[t, 1], ov[t, 2], ov[t, 3] = m.d_lo, m.d_delta, <double> m.bmin, <double> m.bmax
-        return out
-
-    def part_motion(self, motion, Py_ssize_t first_block):
-        """A part's n * dl/dZ [ndim, n] (after part_sample): the grid's
-        motion (merge_motion's) added at the part's points at z's extremes,
-        where they lie in its blocks (the first of which is the problem's
-        block ``first_block``)."""
-        if self._dZ is None:
-            raise ValueError("call part_gradient first")
-        mo = np.ascontiguousarray(motion, dtype=np.float64)
-        if mo.shape != (self.ndim, 4):
-            raise ValueError(f"motion must be ({self.ndim}, 4), got {mo.shape}")
-        cdef const double[:, ::1] mv = mo
-        cdef const double* edge = self.edgep
-        cdef Py_ssize_t t, bmin, bmax, n = self.n, nblk = self.nblk
-        cdef double* at_min
-        cdef double* at_max
-        for t in range(self.ndim):
-            bmin = <Py_ssize_t> mv[t, 2] - first_block
-            bmax = <Py_ssize_t> mv[t, 3] - first_block
-            at_min = &self.dZp[t * n + <Py_ssize_t> edge[(t * nblk + bmin) * _EDGE + 4]] if 0 <= bmin < nblk else NULL
-            at_max = &self.dZp[t * n + <Py_ssize_t> edge[(t * nblk + bmax) * _EDGE + 5]] if 0 <= bmax < nblk else NULL
-            _grid_motion(at_min, at_max, mv[t, 0], mv[t, 1], self.nbin)
-        return self._dZ
+        return self._part_edges()
 
 
 cdef class InterpGrid(_GridEvaluator):

@@ -1,4 +1,4 @@
-# The objective's column passes, shared by its evaluations (exact.pyx, linear.pyx): their types, the
+# The objective's column passes (exact.pyx's exact sums): their types, the
 # class-structure object a fit keeps, and small helpers inlined wherever they are cimported (see passes.pyx).
 from libc.math cimport exp, log, INFINITY
 
@@ -12,8 +12,8 @@ cdef struct Problem
 cdef struct Column
 
 
-# What an evaluation does to one projected column: chosen once, when its scratch is made (ExactScratch,
-# LinearScratch), and read through Problem.kind by the shared passes.
+# What an evaluation does to one projected column: chosen once, when its scratch is made (ExactScratch),
+# and read through Problem.kind by the shared passes.
 ctypedef int (*ColumnSetup)(const Problem* P, const double* z, Column* col, SortMemo* memo,
                             int nthr) noexcept nogil
 ctypedef void (*BinWeights)(const Problem* P, Column* col, const double* z, const double* Wpts) noexcept nogil
@@ -116,7 +116,7 @@ cdef inline double _grid_at(const Column* col, Py_ssize_t g) noexcept nogil:
     return col.lo_grid + g * col.delta
 
 
-cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t G, int K, bint shared, int a1, bint deposits,
+cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t G, int K, bint shared, int a1,
                        bint points) noexcept nogil
 cdef void _column_free(Column* col) noexcept nogil
 cdef void _column_sums(const Problem* P, Column* col, const double* z, const double* Wpts,
@@ -127,7 +127,6 @@ cdef class ColumnScratch:
     cdef Problem P
     cdef int most           # the threads its per-thread scratch is made for: P.n_threads at most
     cdef Py_ssize_t G       # anchors of a column: the points (exact) or the grid
-    cdef bint deposits      # tables for points between anchors (the linear binned gradient)
     cdef Py_ssize_t ncol    # columns of scratch made so far
     cdef Py_ssize_t capacity
     cdef bint points        # scratch for passes over the points (else only grid tables)

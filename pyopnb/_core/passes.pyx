@@ -8,11 +8,9 @@ class densities summed by the recursion of _ksum; the passes over the points
 (products over the columns, per-point gradient terms) then use every thread.
 What an evaluation does to a column (its set-up, binning and sample-point
 gradient) is its ColumnKind, chosen once when its scratch is made:
-exact.pyx's exact sums and linear.pyx's linear binning (the correct binned
-objective: each point's weight split linearly between its grid points,
-densities summed at the points). ExactPasses and LinearPasses, the
-evaluators built on them, live there too. R's binned objective reads
-densities at grid points and is r_grid.pyx's.
+exact.pyx's exact sums, whose evaluator ExactPasses lives there too. The
+binned objectives sum on each column's grid instead (grid.pyx's support:
+R's r_grid.pyx, the paper's linear.pyx, the journal's interp_grid.pyx).
 """
 import math
 
@@ -36,7 +34,7 @@ from pyopnb._core.posteriors import product_posteriors
 
 cnp.import_array()
 
-cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t G, int K, bint shared, int a1, bint deposits,
+cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t G, int K, bint shared, int a1,
                        bint points) noexcept nogil:
     # G anchors: the points (exact) or the grid; evaluation rows: the points.
     # Sized to what the kind uses: a binned fit at n = 1e6 needs grid-sized
@@ -56,8 +54,8 @@ cdef int _column_alloc(Column* col, Py_ssize_t n, Py_ssize_t G, int K, bint shar
     col.ident = <Py_ssize_t*> scratch_alloc(N * sizeof(Py_ssize_t))
     col.S = <double*> scratch_alloc(N * K * sizeof(double))
     col.D = <double*> scratch_alloc(N * K * sizeof(double))
-    # deposit tables only where points lie between anchors: the exact binned gradient
-    if (_tables_alloc(&col.tb, G, K, a1, shared, deposits) or col.anchors == NULL
+    # no deposit tables: every sample point sits on an anchor (exact), or the grid's tables take none
+    if (_tables_alloc(&col.tb, G, K, a1, shared, False) or col.anchors == NULL
             or col.order == NULL or col.bin == NULL or col.lo == NULL or col.row == NULL
             or col.evlo == NULL or col.Wa == NULL or col.Wpts == NULL
             or col.ident == NULL or col.S == NULL or col.D == NULL):
@@ -167,7 +165,7 @@ cdef class ColumnScratch:
     its pages at every evaluation (a large share of an exact evaluation's
     time, measured in docs/benchmarks.md).
 
-    Made as its evaluation's kind (exact.ExactScratch, linear.LinearScratch),
+    Made as its evaluation's kind (exact.ExactScratch),
     which sets the column passes (``P.kind``); made as itself, it holds a
     grid's column tables only (``points`` False, no column passes:
     grid.pyx's GridTables). ``nbin`` and ``eps``: a grid's points and
@@ -269,7 +267,7 @@ cdef class ColumnScratch:
         while self.ncol < w:
             if _column_alloc(&self.cols[self.ncol], self.P.n, self.G, self.P.K, self.P.shared,
                              # grid-only scratch: one order more, for GridTables' psi kernel
-                             self.P.ker.a + (1 if self.points else 2), self.deposits, self.points):
+                             self.P.ker.a + (1 if self.points else 2), self.points):
                 _column_free(&self.cols[self.ncol])
                 raise MemoryError("not enough memory for the kernel-sum tables")
             self.ncol += 1
@@ -323,7 +321,7 @@ cdef inline int _setup_one(const Problem* P, const double* Zt, Py_ssize_t t, Col
 cdef ColumnScratch _wave_work(const double[:, ::1] Zt, ColumnScratch wk):
     """The column passes' scratch for Zt, with room for a wave's columns."""
     if wk is None or wk.P.kind == NULL:
-        raise TypeError("scratch must be an ExactScratch or a LinearScratch (a scratch with column passes)")
+        raise TypeError("scratch must be an ExactScratch (a scratch with column passes)")
     if Zt.shape[1] != wk.P.n:
         raise ValueError(f"Zt must have {wk.P.n} columns (points), got {Zt.shape[1]}")
     wk._plan(Zt.shape[0])
@@ -349,7 +347,7 @@ def class_products(double[:, ::1] Zt, ColumnScratch scratch, tuple init=None):
     """(pr, acc) [n, K]: prod_t f_kt(z_it) = pr[i, k] exp(acc[i, k]) as
     pyopnb_products_n keeps them (acc 0 where the product stayed in range);
     Zt is [ndim, n]. ``scratch``: the problem and its evaluation
-    (exact.ExactScratch or linear.LinearScratch), kept between calls.
+    (exact.ExactScratch), kept between calls.
     ``init``: the (pr, acc) of columns before Zt's, to go on from (not
     changed): the products of all the columns then, to the bit, since the
     columns go in in order whatever the waves.
@@ -449,12 +447,12 @@ def log_density_gradient(double[:, ::1] Zt, double[:, ::1] post, ColumnScratch s
 
 cdef class _ColumnPasses(CoreEvaluator):
     """l by the column passes of its scratch's kind, with the scratch kept
-    for every evaluation (the shared part of exact.ExactPasses and
-    linear.LinearPasses, whose __init__ makes the scratch)."""
+    for every evaluation (the shared part of exact.ExactPasses, whose
+    __init__ makes the scratch)."""
 
     def __init__(self, y0, h, PI, int threads, Py_ssize_t nbin, bint squared_priors):
         if type(self) is _ColumnPasses:
-            raise TypeError("make exact.ExactPasses or linear.LinearPasses")
+            raise TypeError("make exact.ExactPasses")
         CoreEvaluator.__init__(self, y0, h, PI, threads)
         self.nbin = nbin
         self.squared_priors = squared_priors

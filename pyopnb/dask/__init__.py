@@ -1,7 +1,8 @@
 """OPNB past one machine, on Dask: the same bits as one machine, whatever the chunking.
 
-R's formulation (:func:`OPNB`) and the journal's (:func:`opnb_journal`,
-its rows sorted on the workers first). The rows stay on the workers; the
+R's formulation (:func:`OPNB`), the paper's (``DaskOPNBClassifier(
+formulation="correct")``) and the journal's (:func:`opnb_journal`, its
+rows sorted on the workers first). The rows stay on the workers; the
 driver holds V, the grids and
 L-BFGS-B's state, nothing of size n. Every sum over the points goes by the
 fixed blocks of rows (``_core/blocks.h``), so a chunking into whole blocks
@@ -93,8 +94,9 @@ def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Option
     The same bits as the objective's evaluator on one machine, whatever the
     chunking (:class:`pyopnb.parts.PartsEvaluator` over a
     :class:`pyopnb.dask.DaskRunner`): ``pyopnb.evaluation.Evaluator`` over
-    ``r_grid`` (R's, the default) or ``NormalisedEvaluator`` over
-    ``interp_grid`` (the journal's, ``objective=pyopnb.parts.JOURNAL_GRID``).
+    ``r_grid`` (R's, the default) or ``linear_passes`` (the paper's,
+    ``objective=pyopnb.parts.LINEAR_GRID``), or ``NormalisedEvaluator``
+    over ``interp_grid`` (the journal's, ``objective=pyopnb.parts.JOURNAL_GRID``).
     Close it with ``.runner.close()``, which drops the rows from the workers.
 
     Parameters
@@ -114,7 +116,7 @@ def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Option
     threads : int, default 1
         Each task's threads.
     objective : pyopnb.parts.PartObjective, default R_GRID
-        The objective: ``pyopnb.parts.R_GRID`` or ``pyopnb.parts.JOURNAL_GRID``.
+        The objective: ``pyopnb.parts.R_GRID``, ``LINEAR_GRID`` or ``JOURNAL_GRID``.
 
     Returns
     -------
@@ -122,7 +124,7 @@ def evaluator(X: Any, y0: Any, h: Any, PI: Any, nbin: int = 1000, client: Option
         ``value(V)``, ``value_and_grad(V)`` and ``order_columns(V)``.
     """
     if not isinstance(objective, PartObjective):
-        raise TypeError(f"objective must be pyopnb.parts.R_GRID or JOURNAL_GRID, got {objective!r}")
+        raise TypeError(f"objective must be pyopnb.parts.R_GRID, LINEAR_GRID or JOURNAL_GRID, got {objective!r}")
     if client is None:
         client = distributed.get_client()
     X = da.asarray(X)
@@ -417,7 +419,7 @@ def _fit(X: Any, y: Any, grid_nbin: Optional[int], form: Formulation, *, ndim: O
          nbin: Optional[int], maxit: int, client: Optional[Any], threads: int, callback: Optional[Any],
          progress: bool, caller: str, checkpoint: Any = None,
          priors: Any = None) -> Tuple[ProjectionFit, Optional[GridModel]]:
-    """The fit of ``form`` (R's, or the journal's on the rows in canonical
+    """The fit of ``form`` (R's or the paper's, or the journal's on the rows in canonical
     order), and with grid_nbin its model of class grids."""
     form.check_parts()
     if nbin is None:

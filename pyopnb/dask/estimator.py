@@ -12,7 +12,8 @@ __all__ = ["DaskOPNBClassifier"]
 class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
     """OPNB fitted on a Dask cluster, as a scikit-learn classifier.
 
-    ``fit`` is :func:`pyopnb.dask.OPNB` (R's formulation) or
+    ``fit`` is :func:`pyopnb.dask.OPNB` (R's formulation), the paper's
+    ("correct": R's with the paper's binned objective) or
     :func:`pyopnb.dask.opnb_journal` (the journal's), binned: the single
     machine's projection, bit for bit, for any chunking, on the active
     client's cluster (else a ``LocalCluster`` made for the fit: a client is
@@ -32,11 +33,11 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
     ndim : int, optional
         Projection columns (default ``min(n_features, 20)``).
     lam : float, optional
-        Penalty on ``||V||^2`` (R; default 1e-3).
+        Penalty on ``||V||^2`` (R, correct; default 1e-3).
     nbin : int, default 1000
         Bins per projected column in the fit (exact sums are refused).
     scale : bool, optional
-        Scale the features to unit sd first (R; default True).
+        Scale the features to unit sd first (R, correct; default True).
     grid_nbin : int, optional
         Grid points of the model's class grids (default ``nbin``).
     maxit : int, default 100
@@ -52,8 +53,12 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         Where R's gradient sums would not be finite, keep the start as R's
         OPNB does (True), or go on and warn (False, the default), as in
         :func:`pyopnb.OPNB` (R).
-    formulation : {"R", "journal"}, default "R"
-        R OPNB 1.0's penalised formulation, or the method as published.
+    formulation : {"R", "correct", "journal"}, default "R"
+        R OPNB 1.0's penalised formulation; ``"correct"``, the same with
+        the paper's objective (priors once, linear binning with densities
+        summed at the points, its exact gradient), as
+        ``OPNBClassifier(formulation="correct")``; or the method as
+        published.
     gamma : float, optional
         Bandwidth multiplier (journal; default 1).
     prescale : bool, optional
@@ -113,8 +118,9 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
 
         given = {k: getattr(self, k) for k in ("lam", "scale", "gamma", "prescale", "r_defects")
                  if getattr(self, k) is not None}
-        if self.formulation not in ("R", "journal"):
-            raise ValueError(f"formulation must be 'R' or 'journal' on a Dask cluster, got {self.formulation!r}")
+        if self.formulation not in ("R", "correct", "journal"):
+            raise ValueError(f"formulation must be 'R', 'correct' or 'journal' on a Dask cluster, got "
+                             f"{self.formulation!r}")
         self.formulation_ = formulation(self.formulation, **given)
         _, self.model_ = _fit(X, y, self.nbin if self.grid_nbin is None else self.grid_nbin, self.formulation_,
                               ndim=self.ndim, V0=None, nbin=self.nbin, maxit=self.maxit, client=None,
