@@ -5,11 +5,15 @@ The data set (n rows of p normal columns, class means apart on the first
 columns, K classes) is written by the workers themselves, a partition a
 task, so the driver never holds it. The fit is ``pyopnb.dask.OPNB`` on a
 ``LocalCluster`` of ``--workers`` processes of one thread, each with
-``--memory-limit``; Dask spills to disk what does not fit. The table gives
+``--memory-limit``; Dask spills to disk what does not fit, and with
+``--memory-target`` (the fraction of the limit Dask's own data may take
+before it spills as data comes in) keeps at most that much of the rows in
+memory: the fit's own state per row must fit beside it. The table gives
 the fit's time, its evaluations, the seconds per evaluation, and each
 worker's peak resident memory (its process's, from getrusage).
 
 Run: python -m benchmarks.scale_dask_parquet [--n 20000000] [--p 20] [--workers 3] [--memory-limit 1.5GB]
+     [--memory-target 0.6]
 """
 from __future__ import annotations
 
@@ -52,7 +56,10 @@ def run(args: argparse.Namespace) -> list:
 
     import pyopnb.dask
 
-    with warnings.catch_warnings():
+    import dask
+
+    # the workers take the driver's Dask config (their nannies pass it on)
+    with warnings.catch_warnings(), dask.config.set({"distributed.worker.memory.target": args.memory_target}):
         warnings.simplefilter("ignore")
         cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                            memory_limit=args.memory_limit, dashboard_address=None,
@@ -76,7 +83,8 @@ def run(args: argparse.Namespace) -> list:
         client.close()
         cluster.close()
     worst = max(peaks.values())
-    return [[str(args.n), str(args.p), str(args.K), str(args.ndim), f"{args.workers} x {args.memory_limit}",
+    return [[str(args.n), str(args.p), str(args.K), str(args.ndim),
+             f"{args.workers} x {args.memory_limit} (target {args.memory_target})",
              f"{took:.0f}", str(model.convergence), ", ".join(f"{v:.0f}" for v in sorted(peaks.values())),
              f"{worst:.0f}"]]
 
@@ -90,6 +98,9 @@ def main(argv=None) -> None:
     ap.add_argument("--nbin", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--memory-limit", default="1.5GB")
+    ap.add_argument("--memory-target", type=float, default=0.6,
+                    help="Dask's distributed.worker.memory.target: the fraction of the limit its own data may take "
+                         "before it spills as data comes in (Dask's default 0.6)")
     ap.add_argument("--rows-per-part", type=int, default=None,
                     help="rows a Parquet file (default: whole blocks of rows, about 500,000)")
     ap.add_argument("--data", default=None, help="the Parquet folder (default: one in the temp folder, kept)")

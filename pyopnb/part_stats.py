@@ -40,8 +40,6 @@ class PartRows:
     """The raw rows of a problem in parts, and their class codes: the
     passes the set-up makes over them (see the module's docstring)."""
 
-    threads = 1
-
     def chain(self, step: Callable[..., Any], acc: Any, *args: Any) -> Any:
         raise NotImplementedError
 

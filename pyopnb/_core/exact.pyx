@@ -9,7 +9,7 @@ from libc.string cimport memset
 
 from pyopnb._core.common cimport _region_threads
 from pyopnb._core.passes cimport (Problem, Column, ColumnKind, ColumnScratch, _ColumnPasses, _column_sums, _parts,
-                                  PART_ROWS)
+                                  _sample_weight, _sample_weight_h, PART_ROWS)
 from pyopnb._ksum cimport _last_of_ties
 from pyopnb._core.sort cimport SortMemo, _argsort_memo
 
@@ -54,7 +54,7 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
         i = col.order[q]
         if Wpts == NULL:
             k = P.y[i]
-            col.Wa[q * K + k] = P.wpt[i]
+            col.Wa[q * K + k] = _sample_weight(P, i)
         else:
             for c in range(K):
                 col.Wa[q * K + c] = Wpts[i * K + c]
@@ -89,7 +89,7 @@ cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0
     for i in range(i0, i1):
         k = P.y[i]
         for c in range(w):
-            gz0[c * n + i] -= P.wpth[i] * cols[c].D[cols[c].row[i] * P.K + k]
+            gz0[c * n + i] -= _sample_weight_h(P, i) * cols[c].D[cols[c].row[i] * P.K + k]
 
 
 cdef ColumnKind _EXACT = ColumnKind(setup=_setup, bin_weights=_bin_weights, grad=_grad, sample_terms=_sample_terms)

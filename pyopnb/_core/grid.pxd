@@ -143,6 +143,8 @@ cdef class GridTables:
     cdef void _bin(self) noexcept nogil
     cdef void _make_tables(self, const unsigned char* marks) noexcept nogil
     cdef void _column_tables(self, Py_ssize_t t, Column* col, Support* sp, int inner) noexcept nogil
+    cdef void _point_terms(self, const double* post) noexcept nogil
+    cdef object _gradient_weights(self)
     cdef Support _column_support(self, Py_ssize_t t, int tid, bint build) noexcept nogil
     cdef Support _summing_column(self, Py_ssize_t t, int tid, Column* col, double lo, double delta,
                                  double* parts) noexcept nogil

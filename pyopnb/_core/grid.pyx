@@ -25,7 +25,7 @@ from pyopnb._core.common cimport (MAX_BLOCKS, _MAX_ORDER, _block_partials, _data
                                   _region_threads, _row_block_len, _row_blocks, _thread_id)
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
 from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
-from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _set_grid, _terms_mean
+from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _sample_weight, _set_grid, _terms_mean
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
 from pyopnb._core.decay cimport pyopnb_decay, pyopnb_exps
@@ -253,7 +253,7 @@ cdef void _bin_points(const Problem* P, const double* z, GridAxis grid, Py_ssize
             frac = frac - g
             cells[i] = <int> g
             k = P.y[i]
-            wt = P.wpt[i]
+            wt = _sample_weight(P, i)
             _bin_linear(&pl[k], g, K, frac, wt)
             if ps != NULL:
                 ps[g * K + k] += wt
@@ -377,6 +377,29 @@ cdef class GridTables:
         set on its grid, sp its support; inner: the threads within the
         column): each kind's own."""
         pass
+
+    cdef void _point_terms(self, const double* post) noexcept nogil:
+        """The gradient's first pass over the points: each point's own terms
+        (into _dZ) and each (column, block)'s gradient weights
+        (_gradient_weights): each kind's own."""
+        pass
+
+    cdef object _gradient_weights(self):
+        """The array of each (column, block)'s gradient weights that
+        _point_terms fills [ndim, nblk, L]: each kind's own."""
+        raise NotImplementedError
+
+    def part_gradient(self):
+        """A part's gradient, its first pass: the points' own terms (kept),
+        and each (column, block)'s gradient weights [ndim, nblk, L] (each
+        kind's), for the grid side's merge_gradient."""
+        if self._post is None:
+            raise ValueError("no posteriors yet: call part_value(PI, True) first")
+        self._gradient_out(self._post, self.has_gradient)
+        cdef const double[:, ::1] post = self._post
+        with nogil:
+            self._point_terms(&post[0, 0])
+        return self._gradient_weights().copy()
 
     def update(self, double[:, ::1] Zt):
         """Build the tables of Z' = Zt [ndim, n]. Arrays returned by earlier

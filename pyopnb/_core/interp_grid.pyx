@@ -14,7 +14,7 @@ from libc.string cimport memset
 from pyopnb._core.common cimport _MAX_ORDER, _data_or_null, _thread_id
 from pyopnb._ksum cimport _make_kernel
 from pyopnb._core.geometry cimport _bin_linear
-from pyopnb._core.passes cimport Column, Problem, _point_weight
+from pyopnb._core.passes cimport Column, Problem, _point_weight, _sample_weight
 from pyopnb._core.posteriors cimport _row_posterior
 from pyopnb._core.grid cimport _EDGE, GridSum, GridTables, Support, _GridEvaluator, _block_len, _cell_frac, _grid_sums
 
@@ -252,7 +252,7 @@ cdef class InterpGridTables(GridTables):
             for i in range(i0, i1):
                 k = P.y[i]
                 g = self.cellsp[t * n + i]
-                d = dv[t * n + i] + P.wpt[i] * (Phi[t * TK + (g + 1) * P.K + k] - Phi[t * TK + g * P.K + k])
+                d = dv[t * n + i] + _sample_weight(P, i) * (Phi[t * TK + (g + 1) * P.K + k] - Phi[t * TK + g * P.K + k])
                 sv = (Zp[t * n + i] - self.lop[t]) / self.deltap[t]
                 dv[t * n + i] = d / self.deltap[t]
                 ed[0] = ed[0] - d / self.deltap[t]
@@ -277,18 +277,9 @@ cdef class InterpGridTables(GridTables):
         self._set_axes(lo, delta)
         self._copy_parts(logS_lin, self.logS_lin, "logS_lin")
 
-    def part_gradient(self):
-        """A part's gradient, its first pass: the points' terms as
-        evaluation points (kept), and each (column, block)'s a weights
-        binned linearly [ndim, nblk, TK], for the grid side's
-        merge_gradient."""
-        if self._post is None:
-            raise ValueError("no posteriors yet: call part_value(PI, True) first")
-        self._gradient_out(self._post, self.has_gradient)
-        cdef const double[:, ::1] post = self._post
-        with nogil:
-            self._point_terms(&post[0, 0])
-        return self._part_a.copy()
+    cdef object _gradient_weights(self):
+        # the a weights binned linearly [ndim, nblk, TK]
+        return self._part_a
 
     def merge_gradient(self, part_a):
         """The grid side's: the kernel sums Phi [ndim, TK] of c = A / f, A

@@ -18,12 +18,12 @@ from libc.string cimport memcpy, memset
 
 from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
 from pyopnb._ksum cimport Anchors, EvalRows, RunningSums, _deposit, _evaluate, _recurse
-from pyopnb._core.passes cimport Column, Problem, _set_grid
+from pyopnb._core.passes cimport Column, Problem, _sample_weight, _set_grid
 from pyopnb._core.posteriors cimport Priors, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_rows, pyopnb_grad_tables,
                                     pyopnb_log_products, pyopnb_rows_products, pyopnb_running,
                                     pyopnb_tables_at_rows)
-from pyopnb._core.grid cimport _EDGE, GridTables, Support, _GridEvaluator, _block_len, _cell_frac
+from pyopnb._core.grid cimport _EDGE, GridTables, Support, _GridEvaluator, _block_len
 
 cnp.import_array()
 
@@ -233,7 +233,7 @@ cdef class LinearGridTables(GridTables):
         n dl/dz_i has two parts:
           point i as an evaluation point: - sum_k c_ik D_k(z_i) / h_k;
           as a sample point, through its binning fraction (its class weight
-            wpt_i binned linearly): wpt_i (Sc_y[g_i + 1] - Sc_y[g_i]) / delta,
+            w_i / (W_y h_y) binned linearly): that weight times (Sc_y[g_i + 1] - Sc_y[g_i]) / delta,
             Sc_k the kernel sums at the grid points of the c weights, placed
             where the points lie.
         The grid moves with the extremes of z (lo, delta): its own share
@@ -363,7 +363,7 @@ cdef class LinearGridTables(GridTables):
                 k = P.y[i]
                 g = self.cellsp[t * n + i]
                 # beta_i = d(nl)/du_i with the grid fixed: through the fractions
-                b = P.wpt[i] * (Sc[(g + 1) * K + k] - Sc[g * K + k])
+                b = _sample_weight(P, i) * (Sc[(g + 1) * K + k] - Sc[g * K + k])
                 self.dZp[t * n + i] = self.dZp[t * n + i] + b / delta
                 u = (z[i] - self.lop[t]) / delta
                 ed[0] = ed[0] - b / delta
@@ -393,18 +393,9 @@ cdef class LinearGridTables(GridTables):
         for t in range(self.ndim):
             self._grid_points(t, &self.wk.cols[0])
 
-    def part_gradient(self):
-        """A part's gradient, its first pass: the points' terms as
-        evaluation points (kept), and each (column, block)'s c weights
-        deposited on the grid [ndim, nblk, 2 TL], for the grid side's
-        merge_gradient."""
-        if self._post is None:
-            raise ValueError("no posteriors yet: call part_value(PI, True) first")
-        self._gradient_out(self._post, self.has_gradient)
-        cdef const double[:, ::1] post = self._post
-        with nogil:
-            self._point_terms(&post[0, 0])
-        return self._deposits.copy()
+    cdef object _gradient_weights(self):
+        # the c weights deposited on the grid [ndim, nblk, 2 TL]
+        return self._deposits
 
     def merge_gradient(self, deposits):
         """The grid side's: from the parts' deposits (part_gradient's, their

@@ -36,8 +36,7 @@ cdef struct Problem:
     const int* y            # class codes 0..K-1
     const double* h         # bandwidth of each class
     bint shared             # one bandwidth for every class (every R fit): one decay per gap
-    const double* wpt       # n: point i's weight as a sample point, w_i / (W_k h_k) (W_k: its class's total weight)
-    const double* wpth      # n: wpt_i / h_k, its weight's derivative per unit of its D
+    const double* wcls      # [K]: 1 / (W_k h_k), W_k class k's total weight (n_k without weights)
     const double* w         # n: each point's weight w_i in the likelihood, or NULL: every point weighs 1
     double W                # the points' total weight (n without weights)
     const ColumnKind* kind  # the evaluation's column passes (NULL: a grid's tables, which make their own)
@@ -77,6 +76,17 @@ cdef enum:
 
 cdef inline Py_ssize_t _parts(Py_ssize_t n) noexcept nogil:
     return (n + PART_ROWS - 1) // PART_ROWS
+
+
+cdef inline double _sample_weight(const Problem* P, Py_ssize_t i) noexcept nogil:
+    """Point i's weight as a sample point, w_i / (W_k h_k) (k its class): without weights the class's own
+    double. Made where it is read: an n-sized table of it would be state a part of the rows holds."""
+    return P.wcls[P.y[i]] if P.w == NULL else P.w[i] * P.wcls[P.y[i]]
+
+
+cdef inline double _sample_weight_h(const Problem* P, Py_ssize_t i) noexcept nogil:
+    """_sample_weight over its class's bandwidth: its weight's derivative per unit of its D."""
+    return _sample_weight(P, i) / P.h[P.y[i]]
 
 
 cdef inline double _point_weight(const Problem* P, Py_ssize_t i) noexcept nogil:
@@ -138,8 +148,7 @@ cdef class ColumnScratch:
     cdef double* Zkept      # ndim x n: the Zt that the kept columns were set up for
     cdef bint kept          # the kept columns hold the last value pass's sums (S and D)
     cdef double* h
-    cdef double* wpt
-    cdef double* wpth
+    cdef double* wcls
     cdef object w                   # the weights as given (float64 [n]), or None
     cdef object y
     cdef readonly object beta       # the kernel's coefficients, as given

@@ -201,12 +201,10 @@ cdef class ColumnScratch:
         self.points = points
         self.G = nbin
         self.h = <double*> malloc(K * sizeof(double))
-        self.wpt = <double*> malloc(max(n, 1) * sizeof(double))
-        self.wpth = <double*> malloc(max(n, 1) * sizeof(double))
         # each class's total weight, then 1 / (W_k h_k)
-        cdef double* wcls = <double*> calloc(K, sizeof(double))
-        if self.h == NULL or self.wpt == NULL or self.wpth == NULL or wcls == NULL:
-            free(wcls)
+        self.wcls = <double*> calloc(K, sizeof(double))
+        cdef double* wcls = self.wcls
+        if self.h == NULL or wcls == NULL:
             raise MemoryError()
         if whole is None:
             for i in range(n):
@@ -221,18 +219,11 @@ cdef class ColumnScratch:
             self.h[k] = h[k]
             self.P.shared = self.P.shared and h[k] == h[0]
             wcls[k] = 1.0 / (wcls[k] * h[k])
-        # without weights, point i weighs 1 / (n_k h_k): the same double as the class's
-        for i in range(n):
-            k = y[i]
-            self.wpt[i] = wcls[k] if w is None else wv[i] * wcls[k]
-            self.wpth[i] = self.wpt[i] / h[k]
-        free(wcls)
         self.P.n = n
         self.P.K = K
         self.P.y = &y[0]
         self.P.h = self.h
-        self.P.wpt = self.wpt
-        self.P.wpth = self.wpth
+        self.P.wcls = self.wcls
         self.P.w = NULL
         if w is not None:
             self.P.w = &wv[0]
@@ -293,7 +284,7 @@ cdef class ColumnScratch:
         if self.cols != NULL:
             for c in range(self.ncol):
                 _column_free(&self.cols[c])
-        free(self.cols); free(self.h); free(self.wpt); free(self.wpth)
+        free(self.cols); free(self.h); free(self.wcls)
         free(self.memos); free(self.memo_block); free(self.Zkept)
 
 

@@ -14,7 +14,7 @@ from libc.math cimport exp, log, INFINITY
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
-from pyopnb._core.passes cimport Column, Problem, _point_weight
+from pyopnb._core.passes cimport Column, Problem, _point_weight, _sample_weight_h
 from pyopnb._core.posteriors cimport Priors, _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
                                    pyopnb_log_products, pyopnb_running)
@@ -331,17 +331,9 @@ cdef class RGridTables(GridTables):
             self._sample_terms()
         return dZ
 
-    def part_gradient(self):
-        """A part's gradient, its first pass: the points' own terms of dZ
-        (kept), and each (column, block)'s c weights binned whole into the
-        cells [ndim, nblk, TK], for the grid side's merge_gradient."""
-        if self._post is None:
-            raise ValueError("no posteriors yet: call part_value(PI, True) first")
-        self._gradient_out(self._post, self.S_simple is not None)
-        cdef const double[:, ::1] post = self._post
-        with nogil:
-            self._point_terms(&post[0, 0])
-        return self._part_lin.copy()
+    cdef object _gradient_weights(self):
+        # the c weights binned whole into the cells [ndim, nblk, TK]
+        return self._part_lin
 
     def merge_gradient(self, part_c):
         """The grid side's: the kernel derivative sums [ndim, TK] of the
@@ -416,7 +408,7 @@ cdef class RGridTables(GridTables):
             i0 = (it % nblk) * B
             i1 = min(n, i0 + B)
             for i in range(i0, i1):
-                dZ[t * n + i] -= P.wpth[i] * D_c[t * TK + self.cellsp[t * n + i] * K + P.y[i]]
+                dZ[t * n + i] -= _sample_weight_h(P, i) * D_c[t * TK + self.cellsp[t * n + i] * K + P.y[i]]
 
     def part_tables(self):
         """The grid side's tables a part's set_tables takes: (S_lin, S_simple, D_simple)."""

@@ -1,18 +1,22 @@
-"""The parts of a problem on Dask workers: one task per worker and pass.
+"""The parts of a problem on Dask workers: a task per worker, or per chunk, and pass.
 
 The rows sit on the workers as the chunks of a persisted dask array, each
-chunk whole blocks of rows (:mod:`pyopnb.parts`). A pass is one task per
-worker over the chunks it holds: each chunk's :class:`~pyopnb.parts.RowPart`
-lives in the worker's process between the passes of an evaluation (the
-n-sized state: Z, cells, posteriors, dZ), and the task returns what the grid
-side merges, per block.
+chunk whole blocks of rows (:mod:`pyopnb.parts`). Each chunk's
+:class:`~pyopnb.parts.RowPart` lives in the worker's process between the
+passes of an evaluation (the n-sized state: Z, cells, posteriors, dZ), and
+each pass's task returns what the grid side merges, per block. A pass that
+reads the rows (the projection, t(X) dZ) is one task per chunk, so that a
+worker holds one chunk's rows at a time however many it keeps (Dask may
+spill the others to disk); the other passes are one task per worker over
+the chunks it holds, without their rows.
 
 A task is a pure function of its inputs: it carries the evaluation's earlier
 passes (their arguments each held by a task of its own, fetched once by each
-worker), so a chunk whose
-part is missing or behind (its worker was lost, and Dask recomputed the
-chunk elsewhere) replays them first. The results are the same bits either
-way: each pass is a function of the chunk's rows and the driver's data.
+worker). A chunk whose part is missing or behind (its worker was lost)
+replays them from its rows: a task without the rows says so, and the chunk
+is run again by a task that has them (Dask recomputes a lost chunk from X's
+graph). The results are the same bits either way: each pass is a function
+of the chunk's rows and the driver's data.
 """
 from __future__ import annotations
 
@@ -32,6 +36,15 @@ __all__ = ["DaskRunner", "DaskRows"]
 _PARTS: Dict[Tuple[str, int], List[Any]] = {}
 _LOCK = threading.Lock()
 
+# the parts' passes that read their rows (and can make a part afresh): a task per chunk, with its rows
+READS_ROWS = frozenset({"extremes", "finish", "spreads", "r_extremes"})
+# a task without the rows found a part missing or behind: the chunk is run again with its rows
+BEHIND = "pyopnb.dask: part behind"
+
+
+def _is_behind(result: Any) -> bool:
+    return isinstance(result, str) and result == BEHIND
+
 
 def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
               chunks: Sequence[Tuple[int, int]], data: Sequence[np.ndarray],
@@ -41,24 +54,31 @@ def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tup
     whose rows X and codes y0 are ``data`` (X_0, y_0, X_1, y_1, ...), with
     the last pass's result (None where it was not made here). A part not at
     the pass before replays the evaluation's passes from the start;
-    ``rerun_last``: the last pass is made even where the part made it."""
+    ``rerun_last``: the last pass is made even where the part made it.
+    Without ``data`` (no rows), a part that would need them (missing, or
+    not at the pass before) is left as it is, its result BEHIND."""
     out = []
     for c, (chunk, first_block) in enumerate(chunks):
-        X, y0 = data[2 * c], data[2 * c + 1]
         key = (token, chunk)
         with _LOCK:
             entry = _PARTS.get(key)
-            if entry is None:
-                entry = _PARTS[key] = [RowPart(X, y0, spec, first_block), (-1, 0)]
-        part, done = entry
-        # the rows are the task's (Dask's, which it may spill between tasks), not kept by the part
-        part.X = np.ascontiguousarray(X, dtype=np.float64)
+            if entry is None and data:
+                entry = _PARTS[key] = [RowPart(data[2 * c], data[2 * c + 1], spec, first_block), (-1, 0)]
+        done = entry[1] if entry is not None else (-1, 0)
         at = done[1] if done[0] == evaluation else -1
         if at == len(history) and not rerun_last:
             start = len(history)
+        elif not data:
+            if entry is None or at != len(history) - 1:
+                out.append((None, BEHIND))
+                continue
+            start = at
         else:
             # passes of this evaluation already made here: they are replayed from the start where they are not
             start = at if 0 <= at < len(history) else 0
+        part = entry[0]
+        # the rows are the task's (Dask's, which it may spill between tasks), not kept by the part
+        part.X = np.ascontiguousarray(data[2 * c], dtype=np.float64) if data else None
         result = None
         try:
             for step, (method, args) in enumerate(history):
@@ -72,20 +92,32 @@ def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tup
 
 
 def _part_pass(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
-               chunks: Sequence[Tuple[int, int]], *data: np.ndarray) -> List[Any]:
-    """On a worker: the last pass of ``history`` for each of ``chunks`` (:func:`_parts_at`)."""
-    return [result for _, result in _parts_at(token, spec, evaluation, history, chunks, data, True)]
+               chunks: Sequence[Tuple[int, int]], rerun_last: bool, *data: np.ndarray) -> Tuple[str, List[Any]]:
+    """On a worker: the worker's address, and the last pass of ``history``
+    for each of ``chunks`` (:func:`_parts_at`)."""
+    from distributed import get_worker
+
+    return get_worker().address, [r for _, r in _parts_at(token, spec, evaluation, history, chunks, data, rerun_last)]
 
 
 def _part_fold(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
-               chunks: Sequence[Tuple[int, int]], names: Sequence[str], carry: Any,
-               *data: np.ndarray) -> List[np.ndarray]:
+               chunks: Sequence[Tuple[int, int]], names: Sequence[str], carry: Any) -> Any:
     """On a worker: the kept arrays ``names`` of the last pass of
     ``history``, folded over ``chunks`` in order onto ``carry`` (the
-    chunks' before them; None: the first)."""
-    for part, _ in _parts_at(token, spec, evaluation, history, chunks, data, False):
+    chunks' before them; None: the first); BEHIND where a part is not at
+    the end of the history."""
+    if _is_behind(carry):
+        return carry
+    for part, result in _parts_at(token, spec, evaluation, history, chunks, (), False):
+        if _is_behind(result):
+            return result
         carry = part.fold(names, carry)
     return carry
+
+
+def _at(worker: str) -> Dict[str, Any]:
+    """A task's placement: on ``worker`` where it holds the rows ("": none does now, anywhere)."""
+    return dict(workers=[worker], allow_other_workers=True) if worker else {}
 
 
 def _hold(args: tuple) -> tuple:
@@ -131,9 +163,14 @@ class DaskRunner:
                       for kx, ky in zip(self.X.__dask_keys__(), self.y0.__dask_keys__())]
         # placed before the first pass, so that each worker's task finds its chunks there
         wait(list(by_key.values()))
+        # the worker whose process holds each chunk's part: where its last pass ran (a pass sent elsewhere, where
+        # that worker is paused or gone, makes the part again from the rows there)
+        self._home = self._owners()
         self._evaluation = itertools.count()
         self._current = -1
         self.evaluations = 0
+        # chunks run again with their rows after a task without them found their part missing or behind
+        self.replays = 0
         self._history: List[Tuple[str, Any]] = []
 
     def _placed(self, chunks: Sequence[int]) -> List[Tuple[int, int]]:
@@ -145,12 +182,27 @@ class DaskRunner:
         holders = self.client.who_has([fx for fx, _ in self._data])
         return [sorted(holders.get(fx.key) or ("",))[0] for fx, _ in self._data]
 
-    def _groups(self) -> Dict[str, List[int]]:
-        """The chunks each worker holds now, in row order."""
-        groups: Dict[str, List[int]] = {}
-        for c, worker in enumerate(self._owners()):
-            groups.setdefault(worker, []).append(c)
-        return groups
+    def _homes(self) -> List[str]:
+        """Each chunk's home (see __init__), or where its rows are now where
+        that worker is gone ("": none holds them)."""
+        alive = set(self.client.scheduler_info().get("workers", {}))
+        if all(h in alive for h in self._home):
+            return list(self._home)
+        owners = self._owners()
+        return [h if h in alive else owners[c] for c, h in enumerate(self._home)]
+
+    def _run(self, tasks: List[Tuple[str, List[int]]], rows: bool, rerun_last: bool = True) -> List[Any]:
+        """The history's last pass, a task for each (worker, chunks), each
+        chunk's result in row order (None for chunks in no task); each
+        chunk's home is where its part made the pass."""
+        results: List[Any] = [None] * len(self._data)
+        for (_, chunks), (where, res) in zip(tasks, self.client.gather([self._pass(w, ch, rows, rerun_last)
+                                                                        for w, ch in tasks])):
+            for c, r in zip(chunks, res):
+                results[c] = r
+                if not _is_behind(r):
+                    self._home[c] = where
+        return results
 
     def call(self, method: str, *args: Any) -> List[Any]:
         """Each part's ``method(*args)``, in part (row) order: an
@@ -162,34 +214,54 @@ class DaskRunner:
         # held by a task, not scattered: a lost worker's copy is made again from the task, as Dask does for
         # any result
         self._history.append((method, self.client.submit(_hold, args, pure=False)))
-        futures = []
-        groups = self._groups()
-        for worker, chunks in groups.items():
-            data = [f for c in chunks for f in self._data[c]]
-            where = dict(workers=[worker], allow_other_workers=True) if worker else {}
-            futures.append(self.client.submit(_part_pass, self.token, self.spec, self._current, list(self._history),
-                                              self._placed(chunks), *data, pure=False, **where))
-        results: List[Any] = [None] * len(self._data)
-        for chunks, res in zip(groups.values(), self.client.gather(futures)):
-            for c, r in zip(chunks, res):
-                results[c] = r
+        rows = method in READS_ROWS
+        homes = self._homes()
+        if rows:
+            tasks = [(w, [c]) for c, w in enumerate(homes)]
+        else:
+            groups: Dict[str, List[int]] = {}
+            for c, w in enumerate(homes):
+                groups.setdefault(w, []).append(c)
+            tasks = list(groups.items())
+        results = self._run(tasks, rows)
+        behind = [c for c, r in enumerate(results) if _is_behind(r)]
+        if behind:
+            self.replays += len(behind)
+            again = self._run([(homes[c], [c]) for c in behind], True)
+            for c in behind:
+                results[c] = again[c]
         return results
+
+    def _pass(self, worker: str, chunks: List[int], rows: bool, rerun_last: bool = True) -> Any:
+        """The task of the history's last pass over ``chunks`` (held by
+        ``worker``; "": none now), with their rows or without
+        (``rerun_last``: see :func:`_parts_at`)."""
+        data = [f for c in chunks for f in self._data[c]] if rows else []
+        return self.client.submit(_part_pass, self.token, self.spec, self._current, list(self._history),
+                                  self._placed(chunks), rerun_last, *data, pure=False, **_at(worker))
 
     def fold(self, names: Sequence[str]) -> List[np.ndarray]:
         """The parts' kept arrays ``names`` (:meth:`pyopnb.parts.RowPart.fold`)
         folded in row order: a task for each run of consecutive chunks on one
         worker, each carrying on the one before, so one array a run crosses
         the network."""
-        carry: Any = None
-        start = 0
-        for worker, run in itertools.groupby(self._owners()):
-            chunks = list(range(start, start + len(list(run))))
-            start = chunks[-1] + 1
-            data = [f for c in chunks for f in self._data[c]]
-            where = dict(workers=[worker], allow_other_workers=True) if worker else {}
-            carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history),
-                                       self._placed(chunks), tuple(names), carry, *data, pure=False, **where)
-        return self.client.gather(carry)
+        for attempt in range(2):
+            carry: Any = None
+            start = 0
+            homes = self._homes()
+            for worker, run in itertools.groupby(homes):
+                chunks = list(range(start, start + len(list(run))))
+                start = chunks[-1] + 1
+                carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history),
+                                           self._placed(chunks), tuple(names), carry, pure=False, **_at(worker))
+            folded = self.client.gather(carry)
+            if not _is_behind(folded):
+                return folded
+            # a part lost its state (its worker was lost): every chunk brought to the end of the history, a
+            # chunk's rows at a time (parts there already make no pass), then the chain again
+            self.replays += 1
+            self._run([(w, [c]) for c, w in enumerate(homes)], True, False)
+        raise RuntimeError("a part of the rows could not be brought to the end of the evaluation")
 
     def close(self) -> None:
         """Drop the parts from the workers and release the persisted rows."""

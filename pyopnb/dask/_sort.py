@@ -96,7 +96,9 @@ def canonical_rows(client: Any, X: Any, y0: Any) -> Tuple[Any, Any]:
     d = int(X.shape[1])
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
     sort = delayed(_sort_chunk, pure=True)
-    chunks = [sort(xd, yd, int(s)) for xd, yd, s in zip(X.to_delayed(optimize_graph=False).ravel(), y0.to_delayed(optimize_graph=False).ravel(), starts)]
+    X_parts = X.to_delayed(optimize_graph=False).ravel()
+    y_parts = y0.to_delayed(optimize_graph=False).ravel()
+    chunks = [sort(xd, yd, int(s)) for xd, yd, s in zip(X_parts, y_parts, starts)]
     m = len(chunks)
     samples = client.compute([delayed(_samples)(c, _OVERSAMPLE * m) for c in chunks], sync=True)
     SX = np.concatenate([s[0] for s in samples])
