@@ -10,13 +10,15 @@ worker holds one chunk's rows at a time however many it keeps (Dask may
 spill the others to disk); the other passes are one task per worker over
 the chunks it holds, without their rows.
 
-A task is a pure function of its inputs: it carries the evaluation's earlier
-passes (their arguments each held by a task of its own, fetched once by each
-worker). A chunk whose part is missing or behind (its worker was lost)
-replays them from its rows: a task without the rows says so, and the chunk
-is run again by a task that has them (Dask recomputes a lost chunk from X's
-graph). The results are the same bits either way: each pass is a function
-of the chunk's rows and the driver's data.
+A task carries the evaluation's earlier passes (their arguments each held
+by a task of its own, fetched once by each worker), so that its result is a
+function of the chunk's rows and the driver's data, whatever the part held
+before: a task with the rows replays the passes its part has not made (its
+worker was lost, or the part is new there); a task without them that finds
+its part missing or behind returns BEHIND, and the chunk is run again by a
+task that has them (Dask recomputes a lost chunk from X's graph). The
+results are the same bits either way. A part made again elsewhere leaves
+its old copy on its first worker until the fit ends (DaskRunner.close).
 """
 from __future__ import annotations
 
