@@ -163,8 +163,10 @@ class DaskRunner:
         by_key = {f.key: f for f in futures_of(self.X) + futures_of(self.y0)}
         self._data = [(by_key[kx[0]], by_key[ky])
                       for kx, ky in zip(self.X.__dask_keys__(), self.y0.__dask_keys__())]
-        # placed before the first pass, so that each worker's task finds its chunks there
-        wait(list(by_key.values()))
+        # placed before the first pass, so that each worker's task finds its chunks there (wait asks the
+        # current client: this one, which need not be the process's default)
+        with client.as_current():
+            wait(list(by_key.values()))
         # the worker whose process holds each chunk's part: where its last pass ran (a pass sent elsewhere, where
         # that worker is paused or gone, makes the part again from the rows there)
         self._home = self._owners()
