@@ -189,7 +189,7 @@ class DaskRunner:
     def _homes(self) -> List[str]:
         """Each chunk's home (see __init__), or where its rows are now where
         that worker is gone ("": none holds them)."""
-        alive = set(self.client.scheduler_info().get("workers", {}))
+        alive = set(self.client.nthreads())
         if all(h in alive for h in self._home):
             return list(self._home)
         owners = self._owners()
