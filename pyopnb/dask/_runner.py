@@ -17,15 +17,16 @@ before: a task with the rows replays the passes its part has not made (its
 worker was lost, or the part is new there); a task without them that finds
 its part missing or behind returns BEHIND, and the chunk is run again by a
 task that has them (Dask recomputes a lost chunk from X's graph). The
-results are the same bits either way. A part made again elsewhere leaves
-its old copy on its first worker until the fit ends (DaskRunner.close).
+results are the same bits either way. A part made again elsewhere has its
+old copy dropped from the worker it left, where that one is alive.
 """
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import uuid
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -42,6 +43,18 @@ _LOCK = threading.Lock()
 READS_ROWS = frozenset({"extremes", "finish", "spreads", "r_extremes"})
 # a task without the rows found a part missing or behind: the chunk is run again with its rows
 BEHIND = "pyopnb.dask: part behind"
+
+
+def _release_unused() -> None:
+    """On a worker: hand back to the system the memory pyarrow's pool keeps
+    from reading the source (Parquet), freed but held for reuse. Its
+    default pool (mimalloc or jemalloc) keeps a few hundred MB after a
+    worker has read its share of a Parquet data set: memory the parts'
+    state needs through the fit, and which Dask counts as unmanaged
+    towards its pause threshold."""
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
 
 
 def _is_behind(result: Any) -> bool:
@@ -66,6 +79,8 @@ def _parts_at(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tup
             entry = _PARTS.get(key)
             if entry is None and data:
                 entry = _PARTS[key] = [RowPart(data[2 * c], data[2 * c + 1], spec, first_block), (-1, 0)]
+                # the chunk's rows have just been made (read from the source, maybe) and its state comes next
+                _release_unused()
         done = entry[1] if entry is not None else (-1, 0)
         at = done[1] if done[0] == evaluation else -1
         if at == len(history) and not rerun_last:
@@ -127,10 +142,11 @@ def _hold(args: tuple) -> tuple:
     return args
 
 
-def _forget(token: str) -> int:
-    """On a worker: drop a fit's parts; how many there were."""
+def _forget(token: str, chunks: Optional[Sequence[int]] = None) -> int:
+    """On a worker: drop a fit's parts (only those of ``chunks`` where
+    given); how many there were."""
     with _LOCK:
-        keys = [k for k in _PARTS if k[0] == token]
+        keys = [k for k in _PARTS if k[0] == token and (chunks is None or k[1] in chunks)]
         for k in keys:
             del _PARTS[k]
     return len(keys)
@@ -200,13 +216,31 @@ class DaskRunner:
         chunk's result in row order (None for chunks in no task); each
         chunk's home is where its part made the pass."""
         results: List[Any] = [None] * len(self._data)
+        moved: Dict[str, List[int]] = {}
         for (_, chunks), (where, res) in zip(tasks, self.client.gather([self._pass(w, ch, rows, rerun_last)
                                                                         for w, ch in tasks])):
             for c, r in zip(chunks, res):
                 results[c] = r
                 if not _is_behind(r):
+                    if self._home[c] and self._home[c] != where:
+                        moved.setdefault(self._home[c], []).append(c)
                     self._home[c] = where
+        self._drop_stale(moved)
         return results
+
+    def _drop_stale(self, moved: Dict[str, List[int]]) -> None:
+        """Drop the copies of parts made again elsewhere from the workers
+        they left (``moved``: worker -> chunks), where those are alive: a
+        copy left there would hold its n-sized state to the end of the fit."""
+        if not moved:
+            return
+        alive = set(self.client.nthreads())
+        for worker, chunks in moved.items():
+            if worker in alive:
+                try:
+                    self.client.run(_forget, self.token, chunks, workers=[worker])
+                except (OSError, KeyError, ValueError):  # gone since: its parts went with it
+                    pass
 
     def call(self, method: str, *args: Any) -> List[Any]:
         """Each part's ``method(*args)``, in part (row) order: an

@@ -116,12 +116,13 @@ class DaskOPNBClassifier(ClassifierMixin, BaseEstimator):
         from ..formulation import formulation
         from . import _fit
 
-        given = {k: getattr(self, k) for k in ("lam", "scale", "gamma", "prescale", "r_defects")
-                 if getattr(self, k) is not None}
+        own = ("lam", "scale", "gamma", "prescale", "r_defects")
+        given = {k: getattr(self, k) for k in own if getattr(self, k) is not None}
         if self.formulation not in ("R", "correct", "journal"):
             raise ValueError(f"formulation must be 'R', 'correct' or 'journal' on a Dask cluster, got "
                              f"{self.formulation!r}")
-        self.formulation_ = formulation(self.formulation, **given)
+        # the error names only this estimator's parameters (a formulation's C and V0 are not among them)
+        self.formulation_ = formulation(self.formulation, words={k: k for k in own + ("formulation",)}, **given)
         _, self.model_ = _fit(X, y, self.nbin if self.grid_nbin is None else self.grid_nbin, self.formulation_,
                               ndim=self.ndim, V0=None, nbin=self.nbin, maxit=self.maxit, client=None,
                               threads=self.threads, callback=None, progress=False, priors=self.priors,
