@@ -432,6 +432,24 @@ def estimator_data(estimator: Any, X: Any) -> np.ndarray:
     return validate_data(estimator, data, dtype=np.float64, reset=False)
 
 
+def refuse_missing_labels(y: Any) -> None:
+    """A missing label held by pandas (pd.NA, None or NaN in a Series, an
+    Index or an extension array) or by a numpy object array (None, pd.NA,
+    NaN) is an error that says so. scikit-learn's own check compares each label
+    with itself, which pd.NA answers with a TypeError."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(y, (pd.Series, pd.Index, pd.api.extensions.ExtensionArray)):
+        missing = bool(np.asarray(pd.isna(y)).any())
+    elif isinstance(y, np.ndarray) and y.dtype == object:
+        na = None if pd is None else pd.NA
+        missing = any(v is None or (na is not None and v is na) or (isinstance(v, float) and v != v)
+                      for v in y.ravel().tolist())
+    else:
+        return
+    if missing:
+        raise ValueError("y contains missing values")
+
+
 def fit_data(estimator: Any, X: Any, y: Any) -> Tuple[np.ndarray, np.ndarray]:
     """A scikit-learn classifier's fit input: X as float64 (checked, n_features_in_
     and feature_names_in_ set from a dataframe of any library, whose column
@@ -442,6 +460,7 @@ def fit_data(estimator: Any, X: Any, y: Any) -> Tuple[np.ndarray, np.ndarray]:
     from sklearn.utils.validation import validate_data
 
     data, estimator._column_labels = _as_named(X, "X")
+    refuse_missing_labels(y)
     X, y = validate_data(estimator, data, y, dtype=np.float64, ensure_min_samples=2)
     check_classification_targets(y)
     estimator.classes_, codes = np.unique(y, return_inverse=True)

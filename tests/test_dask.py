@@ -680,3 +680,36 @@ def test_a_part_made_again_elsewhere_leaves_no_copy_behind(client, data):
         assert f1 == f0 and np.array_equal(G1, G0)
     finally:
         runner.close()
+
+
+@pytest.mark.parametrize("backend", ["numpy_nullable", "pyarrow"])
+def test_nullable_and_pyarrow_columns_fit_as_numpys_do(client, tmp_path, backend):
+    # as a user reading Parquet with dtype_backend=...: Float64 or double[pyarrow] columns, Int64 labels, kept
+    # integers as the single machine keeps them; a missing value in X or y named
+    import pandas as pd
+
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow")
+    dd = pytest.importorskip("dask.dataframe")
+    rng = np.random.default_rng(6)
+    y = rng.choice([3, 1, 2], 2000)
+    frame = pd.DataFrame(rng.normal(size=(2000, 3)) + (y == 2)[:, None], columns=["a", "b", "c"])
+    frame["label"] = y
+    frame.to_parquet(tmp_path / "d.parquet")
+    read = dd.read_parquet(tmp_path / "d.parquet", dtype_backend=backend)
+    assert not isinstance(read.dtypes["a"], np.dtype) and not isinstance(read.dtypes["label"], np.dtype)
+    X = read[["a", "b", "c"]]
+    est = pdk.DaskOPNBClassifier(ndim=2, nbin=200).fit(X, read["label"])
+    ref = pdk.DaskOPNBClassifier(ndim=2, nbin=200).fit(frame[["a", "b", "c"]].to_numpy(), y)
+    assert np.array_equal(est.model_.V, ref.model_.V) and np.array_equal(est.model_.W, ref.model_.W)
+    assert est.classes_.tolist() == [1, 2, 3] and est.classes_.dtype.kind == "i"
+    assert np.array_equal(np.asarray(est.predict(X).compute()), ref.predict(frame[["a", "b", "c"]].to_numpy()))
+    holed = frame.astype({"b": "Float64", "label": "Int64"})
+    holed.loc[5, "b"] = pd.NA
+    with pytest.raises(ValueError, match="NaN"):
+        pdk.DaskOPNBClassifier(ndim=2, nbin=200).fit(dd.from_pandas(holed[["a", "b", "c"]], npartitions=2),
+                                                     dd.from_pandas(holed["label"], npartitions=2))
+    holed = frame.astype({"label": "Int64"})
+    holed.loc[7, "label"] = pd.NA
+    with pytest.raises(ValueError, match="y contains missing values"):
+        pdk.DaskOPNBClassifier(ndim=2, nbin=200).fit(dd.from_pandas(holed[["a", "b", "c"]], npartitions=2),
+                                                     dd.from_pandas(holed["label"], npartitions=2))

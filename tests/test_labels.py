@@ -143,6 +143,15 @@ def test_missing_labels_are_refused_in_every_string_column(dtype):
             factor(pd.Series(["Yes", "No", na], dtype=dtype))
     with pytest.raises(ValueError, match="y contains missing values"):
         factor(np.array(["Yes", None], dtype=object))
+    # the scikit-learn estimator says so too, where scikit-learn's check raised a TypeError at pd.NA
+    from pyopnb import OPNBClassifier
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    for na in missing:
+        y = pd.Series(["Yes", "No", "No", "Yes", "Yes", na], dtype=dtype)
+        for given in (y, y.to_numpy(dtype=object)):
+            with pytest.raises(ValueError, match="y contains missing values"):
+                OPNBClassifier(ndim=1).fit(X, given)
 
 
 # --- issue 57: labels as R makes them, unused levels -----------------------------------------------------------

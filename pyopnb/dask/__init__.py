@@ -166,10 +166,16 @@ def _as_rows(X: Any) -> Tuple[Any, Optional[Tuple[str, ...]]]:
     names = None
     X = _in_memory_frame(X)
     if hasattr(X, "to_dask_array"):
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
         names = tuple(str(c) for c in X.columns)
-        bad = [c for c, t in zip(X.columns, X.dtypes) if not (np.issubdtype(t, np.number) or t == bool)]
+        bad = [c for c, t in zip(X.columns, X.dtypes) if not (is_numeric_dtype(t) or is_bool_dtype(t))]
         if bad:
             raise ValueError(f"X's columns {bad} are not numeric: OPNB needs numbers")
+        if not all(isinstance(t, np.dtype) for t in X.dtypes):
+            # pandas' nullable and pyarrow-backed columns (dtype_backend=...), a missing value as NaN, which the
+            # rows' check then names, as pyopnb.OPNB's does
+            X = X.astype(np.float64)
         for j, c in enumerate(X.columns):
             if str(c) in _ROW_NAMES_ANY or (j == 0 and str(c) in _ROW_NAMES_FIRST):
                 # R's write.csv row names read as a column: the same refusal as a frame held here (that column read)
@@ -216,6 +222,13 @@ def _labels(cl: Any, y: Any, chunks: Tuple[int, ...]) -> Tuple[Any, np.ndarray, 
                          "level order is too: y.cat.as_known() takes the data's own order, "
                          "y.cat.set_categories([...]) the order you give")
     src = y.cat.codes if categorical else y
+    if not categorical and hasattr(src, "isna") and not isinstance(src.dtype, np.dtype):
+        # pandas' nullable and pyarrow-backed labels: a missing one named (numpy's sort of them raises a
+        # TypeError at pd.NA), the others as numpy holds them, so that Int64 labels stay integers
+        if bool(cl.compute(src.isna().any()).result()):
+            raise ValueError("y contains missing values")
+        kept = getattr(src.dtype, "numpy_dtype", None)
+        src = src.astype(kept if kept is not None and kept.kind in "biuf" else object)
     yd = _frame_rows(src) if hasattr(src, "to_dask_array") else da.asarray(src)
     if yd.ndim != 1 or sum(yd.chunks[0]) != sum(chunks):
         raise ValueError(f"y must hold one label per row of X ({sum(chunks)}), got shape {yd.shape}")
