@@ -201,30 +201,22 @@ def _killing_at(client, iteration):
     return kill_one, killed
 
 
-def test_a_worker_killed_mid_fit_changes_no_bit(killable, data, reference):
-    X, y = data
-    kill_one, killed = _killing_at(killable, 2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f = pdk.fit_projection(da.from_array(X, chunks=(46667, 5)), da.from_array(y, chunks=46667), ndim=2,
-                               nbin=300, client=killable, callback=kill_one)
-    assert killed
-    assert np.array_equal(f.V, reference.V) and f.fval == reference.fval
-
-
-def test_a_worker_killed_mid_fit_of_the_journal_changes_no_bit(killable, data, journal_reference):
+@pytest.mark.parametrize("form", ["R", "journal"])
+def test_a_worker_killed_mid_fit_changes_no_bit(killable, data, reference, journal_reference, form):
     # the journal holds its raw and sorted rows through the fit: Dask makes a killed worker's again, the sorted
     # ones through the sort's tasks, and the class grids at the end bin the raw rows in the order they came
     from pyopnb.grid_model import grid_model
 
     X, y = data
+    fit, params, ref = {"R": (pdk.OPNB, dict(ndim=2), reference),
+                        "journal": (pdk.opnb_journal, dict(ndim=3, gamma=1.5), journal_reference)}[form]
     kill_one, killed = _killing_at(killable, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = pdk.opnb_journal(da.from_array(X, chunks=(46667, 5)), da.from_array(y, chunks=46667), ndim=3,
-                             nbin=300, gamma=1.5, client=killable, callback=kill_one)
+        m = fit(da.from_array(X, chunks=(46667, 5)), da.from_array(y, chunks=46667), nbin=300, client=killable,
+                callback=kill_one, **params)
     assert killed
-    g = grid_model(journal_reference, 300)
+    g = grid_model(ref, 300)
     for field in ("V", "h", "PI", "mu", "scales", "lo", "delta", "W"):
         assert np.array_equal(getattr(m, field), getattr(g, field)), field
     assert m.fval == g.fval
