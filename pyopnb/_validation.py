@@ -432,6 +432,15 @@ def estimator_data(estimator: Any, X: Any) -> np.ndarray:
     return validate_data(estimator, data, dtype=np.float64, reset=False)
 
 
+def is_missing_label(v: Any) -> bool:
+    """Whether one label, an item of an object array, is missing: None,
+    pandas' NA (a string column's missing value) or a float NaN."""
+    if v is None or (isinstance(v, float) and v != v):
+        return True
+    pd = sys.modules.get("pandas")
+    return pd is not None and v is pd.NA
+
+
 def refuse_missing_labels(y: Any) -> None:
     """A missing label held by pandas (pd.NA, None or NaN in a Series, an
     Index or an extension array) or by a numpy object array (None, pd.NA,
@@ -441,9 +450,7 @@ def refuse_missing_labels(y: Any) -> None:
     if pd is not None and isinstance(y, (pd.Series, pd.Index, pd.api.extensions.ExtensionArray)):
         missing = bool(np.asarray(pd.isna(y)).any())
     elif isinstance(y, np.ndarray) and y.dtype == object:
-        na = None if pd is None else pd.NA
-        missing = any(v is None or (na is not None and v is na) or (isinstance(v, float) and v != v)
-                      for v in y.ravel().tolist())
+        missing = any(map(is_missing_label, y.ravel().tolist()))
     else:
         return
     if missing:

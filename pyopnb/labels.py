@@ -14,7 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._validation import label_text
+from ._validation import is_missing_label, label_text
 from .exceptions import RLabelsWarning
 
 __all__ = ["factor", "factor_levels", "factor_values", "level_text", "levels_from_text", "collation_key",
@@ -122,9 +122,10 @@ def factor_levels(y: Any) -> Tuple[np.ndarray, np.ndarray, Tuple[Any, ...]]:
         items = arr.tolist()
         if set(map(type, items)) <= {str, np.str_}:
             return (*_factor_strings(items), ())  # no missing value, number or bool to look for item by item
-        na = pd.NA if pd is not None else None  # a pandas string column's missing value
-        if any(v is None or v is na or (isinstance(v, float) and not np.isfinite(v)) for v in items):
+        if any(map(is_missing_label, items)):
             raise ValueError("y contains missing values")
+        if any(isinstance(v, float) and not math.isfinite(v) for v in items):
+            raise ValueError("y contains NaN or infinite values")
         kinds = {type(v) for v in items}
         if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in items):
             return factor_levels(np.asarray(items, dtype=float))

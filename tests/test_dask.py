@@ -705,3 +705,25 @@ def test_nullable_and_pyarrow_columns_fit_as_numpys_do(client, tmp_path, backend
     with pytest.raises(ValueError, match="y contains missing values"):
         pdk.DaskOPNBClassifier(ndim=2, nbin=200).fit(dd.from_pandas(holed[["a", "b", "c"]], npartitions=2),
                                                      dd.from_pandas(holed["label"], npartitions=2))
+
+
+def test_object_labels_numpy_cannot_sort_are_named(client, data, reference):
+    # numpy's sort of object labels raised a TypeError at None or NaN among strings, and at mixed types
+    X, y = data
+    names = np.array(["a", "b", "c"], dtype=object)[y]
+    Xd = da.from_array(X, chunks=N // 3)
+    for na in (None, np.nan):
+        holed = names.copy()
+        holed[N // 2] = na
+        with pytest.raises(ValueError, match="y contains missing values"):
+            pdk.OPNB(Xd, da.from_array(holed, chunks=N // 3), ndim=2, client=client)
+    mixed = names.copy()
+    mixed[1] = 1
+    with pytest.raises(ValueError, match=r"y's labels \(int, str\) have no order"):
+        pdk.OPNB(Xd, da.from_array(mixed, chunks=N // 3), ndim=2, client=client)
+    # strings in an object array: the single machine's classes and fit
+    g = pdk.OPNB(Xd, da.from_array(names, chunks=N // 3), ndim=2, nbin=300, client=client)
+    from pyopnb.grid_model import grid_model
+
+    ref = grid_model(reference)
+    assert list(g.ynames) == ["a", "b", "c"] and np.array_equal(g.V, ref.V) and g.fval == ref.fval

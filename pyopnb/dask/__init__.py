@@ -29,7 +29,8 @@ from .. import _threads, part_stats
 from ..grid_model import ClassGridBins, GridModel, from_parts
 from ..fitting import collapse_rows, warn_if_collapsed
 from ..formulation import Formulation, JournalFormulation, RFormulation
-from .._validation import _ROW_NAMES_ANY, _ROW_NAMES_FIRST, _frame, _refuse_r_row_names, check_aligned, check_ndim
+from .._validation import (_ROW_NAMES_ANY, _ROW_NAMES_FIRST, _frame, _refuse_r_row_names, check_aligned, check_ndim,
+                           is_missing_label)
 from ..labels import factor_levels
 from ..model import _predictable, predict_arrays, projection
 from ..part_fit import ProjectionFit, fit_projection as _fit_projection
@@ -210,6 +211,32 @@ def _lookup(values: np.ndarray, known: np.ndarray, codes: np.ndarray) -> np.ndar
     return codes[pos].astype(np.int32)
 
 
+def _distinct(values: np.ndarray) -> List[Any]:
+    """A chunk's distinct labels, in the order they come (none compared)."""
+    return list(dict.fromkeys(np.asarray(values).ravel().tolist()))
+
+
+def _object_labels(cl: Any, yd: Any) -> np.ndarray:
+    """The distinct labels of an object array, sorted: found without
+    comparing them, so that a missing one (None or NaN among strings, which
+    numpy's sort raises a TypeError at) is named, and labels of types with
+    no order between them are refused."""
+    import dask
+
+    chunks = cl.gather(cl.compute([dask.delayed(_distinct)(b) for b in yd.to_delayed().ravel()]))
+    items = list(dict.fromkeys(v for chunk in chunks for v in chunk))
+    if any(map(is_missing_label, items)):
+        raise ValueError("y contains missing values")
+    labels = np.empty(len(items), dtype=object)  # one dimension whatever the items are
+    labels[:] = items
+    try:
+        return np.unique(labels)
+    except TypeError:
+        kinds = ", ".join(sorted({type(v).__name__ for v in items}))
+        raise ValueError(f"y's labels ({kinds}) have no order to sort them by: give them as one type that has "
+                         f"one (y.astype(str), say)") from None
+
+
 def _labels(cl: Any, y: Any, chunks: Tuple[int, ...]) -> Tuple[Any, np.ndarray, Tuple[Any, ...]]:
     """y's 0-based class codes as a dask array in ``chunks``, its levels
     (:func:`pyopnb.labels.factor_levels`' rule: a categorical's own
@@ -233,7 +260,7 @@ def _labels(cl: Any, y: Any, chunks: Tuple[int, ...]) -> Tuple[Any, np.ndarray, 
     if yd.ndim != 1 or sum(yd.chunks[0]) != sum(chunks):
         raise ValueError(f"y must hold one label per row of X ({sum(chunks)}), got shape {yd.shape}")
     yd = yd.rechunk({0: chunks})
-    known = np.asarray(cl.compute(da.unique(yd)).result())
+    known = _object_labels(cl, yd) if yd.dtype == object else np.asarray(cl.compute(da.unique(yd)).result())
     if categorical:
         if known.size and known[0] < 0:
             raise ValueError("y contains missing values")
