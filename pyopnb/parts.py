@@ -116,9 +116,10 @@ class PartObjective:
         return self.tables_class(ndim, y0, spec.K, spec.h, spec.nbin, GRID_EPS, DEFAULT_BETA, gradient,
                                  spec.threads, None, spec.part(nblk))
 
-    def gradient(self, runner: Any, grid: Any) -> np.ndarray:
+    def gradient(self, runner: Any, grid: Any, grad: np.ndarray) -> np.ndarray:
         """The blocks' partials of t(X) dZ in block order, after a value
-        pass with the gradient: the parts' passes and the grid side's merges."""
+        pass with the gradient (``grad``: the parts' gradient weights it
+        kept, folded): the parts' passes and the grid side's merges."""
         raise NotImplementedError
 
     def finish(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
@@ -154,8 +155,8 @@ class _RGridOnParts(PartObjective):
     tables_class = RGridTables
     binned = ("lin", "simple")
 
-    def gradient(self, runner: Any, grid: Any) -> np.ndarray:
-        D_c = grid.merge_gradient(runner.fold(("grad",))[0][:, None])
+    def gradient(self, runner: Any, grid: Any, grad: np.ndarray) -> np.ndarray:
+        D_c = grid.merge_gradient(grad[:, None])
         return _in_order(runner.call("finish", D_c), 0)
 
     def finish(self, tables: Any, merged: np.ndarray, first_block: int) -> np.ndarray:
@@ -181,8 +182,8 @@ class _MovingGridOnParts(PartObjective):
     then each part's dZ (the motion at its points at z's extremes) and
     t(X) dZ."""
 
-    def gradient(self, runner: Any, grid: Any) -> np.ndarray:
-        merged = grid.merge_gradient(runner.fold(("grad",))[0][:, None])
+    def gradient(self, runner: Any, grid: Any, grad: np.ndarray) -> np.ndarray:
+        merged = grid.merge_gradient(grad[:, None])
         motion = grid.merge_motion(_in_order(runner.call("sample", merged), 1))
         return _in_order(runner.call("finish", motion), 0)
 
@@ -389,6 +390,10 @@ class LocalRunner:
         assert carry is not None
         return carry
 
+    def call_fold(self, names: Sequence[str], method: str, *args: Any) -> Tuple[List[Any], List[np.ndarray]]:
+        """:meth:`call`, then :meth:`fold` of the arrays ``names`` that pass keeps."""
+        return self.call(method, *args), self.fold(names)
+
 
 def _in_order(results: Sequence[np.ndarray], axis: int) -> np.ndarray:
     """The parts' per-block results joined in block order (the runner
@@ -407,7 +412,7 @@ def add_blocks(blocks: np.ndarray, carry: Optional[np.ndarray] = None, axis: int
     B = np.moveaxis(np.asarray(blocks), axis, 0)
     total = np.array(B[0] if carry is None else carry, dtype=np.float64, copy=True)
     for b in range(0 if carry is not None else 1, B.shape[0]):
-        total = total + B[b]
+        np.add(total, B[b], out=total)
     return total
 
 
@@ -422,7 +427,9 @@ class PartsEvaluator:
     the rows in parts (see the module's docstring): the grid side of the
     passes. ``runner.call(method, *args)`` calls each part's method and
     returns their results in part order, the parts in the order of their
-    rows."""
+    rows; ``runner.fold(names)`` folds the arrays ``names`` the last pass
+    kept, every block in order; ``runner.call_fold(names, method, *args)``
+    is the two."""
 
     def __init__(self, runner: Any, spec: PartSpec):
         self.runner = runner
@@ -447,7 +454,7 @@ class PartsEvaluator:
         return G
 
     def _grid_side(self, ndim: int) -> Any:
-        # the parts hand it their blocks folded (runner.fold): one block's worth
+        # the parts hand it their blocks folded (runner.call_fold): one block's worth
         if ndim not in self._grid:
             self._grid = {ndim: self.spec.tables(ndim, np.zeros(0, dtype=np.int32), 1)}
         return self._grid[ndim]
@@ -468,18 +475,22 @@ class PartsEvaluator:
         # the parts keep this W's Z until the next evaluation: r_failure at W reads it
         self._projected = (W.copy(), zmin.min(axis=1), zmax.max(axis=1))
         lo, delta = grid_axes(zmin, zmax, GRID_EPS, self.spec.nbin)
-        marks = self.runner.call("bin", lo, delta)
         # each part's blocks added onto the parts' before it: one array a part crosses the network, not a block
-        lin, *simple = self.runner.fold(self.spec.objective.binned)
+        marks, (lin, *simple) = self.runner.call_fold(self.spec.objective.binned, "bin", lo, delta)
         grid.merge_parts(lo, delta, lin[:, None], simple[0][:, None] if simple else None,
                          np.bitwise_or.reduce(np.stack(marks), axis=0))
+        value_args = (lo, delta, grid.part_tables(), gradient)
+        if gradient:
+            sums, (grad,) = self.runner.call_fold(("grad",), "value", *value_args)
+        else:
+            sums = self.runner.call("value", *value_args)
         total = 0.0
-        for s in _in_order(self.runner.call("value", lo, delta, grid.part_tables(), gradient), 0):
+        for s in _in_order(sums, 0):
             total = total + float(s)
         value = total / float(self.spec.n)
         if not gradient:
             return value, None
-        G = add_blocks(self.spec.objective.gradient(self.runner, grid))
+        G = add_blocks(self.spec.objective.gradient(self.runner, grid, grad))
         G /= float(self.spec.n)
         return value, G
 

@@ -118,11 +118,12 @@ def _part_pass(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tu
 
 
 def _part_fold(token: str, spec: PartSpec, evaluation: int, history: Sequence[Tuple[str, tuple]],
-               chunks: Sequence[Tuple[int, int]], names: Sequence[str], carry: Any) -> Any:
+               chunks: Sequence[Tuple[int, int]], names: Sequence[str], carry: Any, after: Any = None) -> Any:
     """On a worker: the kept arrays ``names`` of the last pass of
     ``history``, folded over ``chunks`` in order onto ``carry`` (the
     chunks' before them; None: the first); BEHIND where a part is not at
-    the end of the history."""
+    the end of the history. ``after``: the results of the worker's tasks
+    of that pass, which the fold waits for (they are not read)."""
     if _is_behind(carry):
         return carry
     for part, result in _parts_at(token, spec, evaluation, history, chunks, (), False):
@@ -213,12 +214,20 @@ class DaskRunner:
 
     def _run(self, tasks: List[Tuple[str, List[int]]], rows: bool, rerun_last: bool = True) -> List[Any]:
         """The history's last pass, a task for each (worker, chunks), each
-        chunk's result in row order (None for chunks in no task); each
+        chunk's result in row order (None for chunks in no task)."""
+        return self._collect(tasks, self.client.gather(self._submit(tasks, rows, rerun_last)))
+
+    def _submit(self, tasks: List[Tuple[str, List[int]]], rows: bool, rerun_last: bool = True) -> List[Any]:
+        """The tasks of the history's last pass, one for each (worker, chunks)."""
+        return [self._pass(w, ch, rows, rerun_last) for w, ch in tasks]
+
+    def _collect(self, tasks: List[Tuple[str, List[int]]], gathered: Sequence[Any]) -> List[Any]:
+        """Each chunk's result of the pass's tasks (their results
+        ``gathered``) in row order (None for chunks in no task); each
         chunk's home is where its part made the pass."""
         results: List[Any] = [None] * len(self._data)
         moved: Dict[str, List[int]] = {}
-        for (_, chunks), (where, res) in zip(tasks, self.client.gather([self._pass(w, ch, rows, rerun_last)
-                                                                        for w, ch in tasks])):
+        for (_, chunks), (where, res) in zip(tasks, gathered):
             for c, r in zip(chunks, res):
                 results[c] = r
                 if not _is_behind(r):
@@ -245,6 +254,22 @@ class DaskRunner:
     def call(self, method: str, *args: Any) -> List[Any]:
         """Each part's ``method(*args)``, in part (row) order: an
         ``extremes`` call starts an evaluation."""
+        return self._call(method, args, None)[0]
+
+    def call_fold(self, names: Sequence[str], method: str, *args: Any) -> Tuple[List[Any], List[np.ndarray]]:
+        """:meth:`call`, and :meth:`fold` of the arrays ``names`` that pass
+        keeps, in one round trip: the fold's chain is sent with the pass,
+        each of its tasks after the pass's task on its worker."""
+        results, folded = self._call(method, args, tuple(names))
+        if _is_behind(folded):
+            # a part was not at the pass when the chain reached it (its worker lost, or the pass made elsewhere):
+            # the pass's chunks are all where their parts made it now
+            folded = self.fold(names)
+        return results, folded
+
+    def _call(self, method: str, args: tuple, names: Optional[Tuple[str, ...]]) -> Tuple[List[Any], Any]:
+        """:meth:`call`, with the chain of :meth:`fold` of ``names`` after it
+        (its result BEHIND where a part was not at the pass; None: no fold)."""
         if method == "extremes":
             self._current = next(self._evaluation)
             self.evaluations += 1
@@ -261,14 +286,21 @@ class DaskRunner:
             for c, w in enumerate(homes):
                 groups.setdefault(w, []).append(c)
             tasks = list(groups.items())
-        results = self._run(tasks, rows)
+        futures = self._submit(tasks, rows)
+        if names is not None:
+            after: Dict[str, List[Any]] = {}
+            for (w, _), f in zip(tasks, futures):
+                after.setdefault(w, []).append(f)
+            futures.append(self._chain(homes, names, after))
+        gathered = self.client.gather(futures)
+        results = self._collect(tasks, gathered[:len(tasks)])
         behind = [c for c, r in enumerate(results) if _is_behind(r)]
         if behind:
             self.replays += len(behind)
             again = self._run([(homes[c], [c]) for c in behind], True)
             for c in behind:
                 results[c] = again[c]
-        return results
+        return results, (gathered[-1] if names is not None else None)
 
     def _pass(self, worker: str, chunks: List[int], rows: bool, rerun_last: bool = True) -> Any:
         """The task of the history's last pass over ``chunks`` (held by
@@ -283,16 +315,9 @@ class DaskRunner:
         folded in row order: a task for each run of consecutive chunks on one
         worker, each carrying on the one before, so one array a run crosses
         the network."""
-        for attempt in range(2):
-            carry: Any = None
-            start = 0
+        for _ in range(2):
             homes = self._homes()
-            for worker, run in itertools.groupby(homes):
-                chunks = list(range(start, start + len(list(run))))
-                start = chunks[-1] + 1
-                carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history),
-                                           self._placed(chunks), tuple(names), carry, pure=False, **_at(worker))
-            folded = self.client.gather(carry)
+            folded = self.client.gather(self._chain(homes, tuple(names)))
             if not _is_behind(folded):
                 return folded
             # a part lost its state (its worker was lost): every chunk brought to the end of the history, a
@@ -300,6 +325,22 @@ class DaskRunner:
             self.replays += 1
             self._run([(w, [c]) for c, w in enumerate(homes)], True, False)
         raise RuntimeError("a part of the rows could not be brought to the end of the evaluation")
+
+    def _chain(self, homes: Sequence[str], names: Tuple[str, ...],
+               after: Optional[Dict[str, List[Any]]] = None) -> Any:
+        """The future of the fold's chain over the chunks at ``homes``: a
+        task for each run of consecutive chunks on one worker, each after
+        the one before and, where ``after`` is given (worker -> the tasks of
+        the pass there), after its worker's pass."""
+        carry: Any = None
+        start = 0
+        for worker, run in itertools.groupby(homes):
+            chunks = list(range(start, start + len(list(run))))
+            start = chunks[-1] + 1
+            carry = self.client.submit(_part_fold, self.token, self.spec, self._current, list(self._history),
+                                       self._placed(chunks), names, carry, None if after is None else after[worker],
+                                       pure=False, **_at(worker))
+        return carry
 
     def close(self) -> None:
         """Drop the parts from the workers and release the persisted rows."""
