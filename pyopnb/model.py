@@ -195,9 +195,8 @@ def projection(X: np.ndarray, mu: np.ndarray, V: np.ndarray, threads: Optional[i
     over the features in order (the same bits on every CPU)."""
     thr = _threads.resolve(threads)
     Xa = np.ascontiguousarray(X, dtype=np.float64)
-    Xc = np.empty_like(Xa)
-    colstats.sweep(Xa, np.ascontiguousarray(mu, dtype=np.float64), Xc, True, thr)
-    return np.ascontiguousarray(_project.project(Xc, np.ascontiguousarray(V, dtype=np.float64), thr).T)
+    return np.ascontiguousarray(_project.project(Xa, np.ascontiguousarray(V, dtype=np.float64), thr,
+                                                 mu=np.ascontiguousarray(mu, dtype=np.float64)).T)
 
 
 # ---------------------------------------------------------------------------

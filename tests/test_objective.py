@@ -208,6 +208,18 @@ def test_projection_sums_features_in_order(every_path, n, ndim):
         for Zt in results:
             np.testing.assert_array_equal(Zt, ref)
     np.testing.assert_allclose(Zt, (X @ V).T, rtol=1e-12, atol=1e-12 * np.abs(X).max())
+    # centred as R's sweep(X, 2, mu) %*% V, with no centred copy made: each x - mu one subtraction, then the
+    # same sums
+    mu = X.mean(axis=0) + rng.normal(size=11)
+    Xc = X - mu
+    ref = np.zeros((ndim, n))
+    for l in range(11):
+        ref += V[l][:, None] * Xc[:, l][None, :]
+    for results in every_path(lambda: [_project.project(X, V, threads, mu=mu) for threads in (1, 2, 3)]):
+        for Zt in results:
+            np.testing.assert_array_equal(Zt, ref)
+    with pytest.raises(ValueError, match="one value per column"):
+        _project.project(X, V, 1, mu=mu[:-1])
 
 
 # R's binned objective as a fit evaluates it (RGridTables) against its

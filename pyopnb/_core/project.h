@@ -1,5 +1,7 @@
 /* Z' = (X V)' in R's summation order. Every entry z_ij is sum_l x_il v_lj
- * added over l in order, with no FMA (R's reference BLAS). A chain of
+ * added over l in order, with no FMA (R's reference BLAS); or of (X - mu) V,
+ * each x_il - mu_l the one subtraction R's sweep makes, so that no centred
+ * copy of X is made. A chain of
  * dependent additions runs at the adder's latency; holding a row's sums in
  * several registers (VL columns a register: 2 on SSE2, 4 on AVX2, 8 on
  * AVX-512) gives independent chains, and each lane still adds its own sum
@@ -20,6 +22,7 @@ typedef struct {
     ptrdiff_t ndp;      /* V's row length: at least nd, a multiple of 8 */
     ptrdiff_t nd;       /* V's columns: Z's */
     ptrdiff_t n;        /* Z's rows: the stride of Z' */
+    const double* mu;   /* [p]: subtracted from each row of X first; NULL: none */
 } pyopnb_projection;
 
 /* a run of rows of X and where their projections go */
@@ -32,7 +35,7 @@ typedef struct {
 /* zt[(j0 + j) * n + r] for j < min(W VL, nd - j0), r < R: R rows x against
  * V (ndp at least j0 + W VL). R W chains of additions at once: a chain's
  * latency is the bound when there are few (one row at ndim = 5 had three). */
-template <int VL, int R, int W>
+template <int VL, int R, int W, bool CENTRE>
 static inline __attribute__((always_inline)) void pyopnb_project_chunk(const pyopnb_projection P,
                                                                        const double* x, ptrdiff_t j0, double* zt) {
     typedef typename pyopnb_dvec<VL>::type vec;
@@ -47,7 +50,7 @@ static inline __attribute__((always_inline)) void pyopnb_project_chunk(const pyo
         const double* vr = V + l * ndp + j0;
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-            const double xl = x[r * p + l];
+            const double xl = CENTRE ? x[r * p + l] - P.mu[l] : x[r * p + l];
 #pragma GCC unroll 12
             for (int q = 0; q < W; ++q) acc[r][q] = acc[r][q] + xl * *(const vec*)(vr + VL * q);
         }
@@ -62,7 +65,7 @@ static inline __attribute__((always_inline)) void pyopnb_project_chunk(const pyo
 /* the last registers of columns (W or fewer) of a run's rows:
  * pyopnb_project_chunk with the register count known at compile time, as
  * many rows at once as keep about 12 registers of sums */
-template <int VL, int W>
+template <int VL, int W, bool CENTRE>
 struct pyopnb_project_tail {
     static inline __attribute__((always_inline)) void run(int regs, const pyopnb_projection P,
                                                           pyopnb_project_run rows, ptrdiff_t j0) {
@@ -71,30 +74,42 @@ struct pyopnb_project_tail {
             const ptrdiff_t p = P.p;
             int r = 0;
             for (; r + RW <= rows.R; r += RW)
-                pyopnb_project_chunk<VL, RW, W>(P, rows.x + r * p, j0, rows.zt + r);
-            for (; r < rows.R; ++r) pyopnb_project_chunk<VL, 1, W>(P, rows.x + r * p, j0, rows.zt + r);
+                pyopnb_project_chunk<VL, RW, W, CENTRE>(P, rows.x + r * p, j0, rows.zt + r);
+            for (; r < rows.R; ++r) pyopnb_project_chunk<VL, 1, W, CENTRE>(P, rows.x + r * p, j0, rows.zt + r);
         } else {
-            pyopnb_project_tail<VL, W - 1>::run(regs, P, rows, j0);
+            pyopnb_project_tail<VL, W - 1, CENTRE>::run(regs, P, rows, j0);
         }
     }
 };
 
-template <int VL>
-struct pyopnb_project_tail<VL, 0> {
+template <int VL, bool CENTRE>
+struct pyopnb_project_tail<VL, 0, CENTRE> {
     static inline void run(int, const pyopnb_projection, pyopnb_project_run, ptrdiff_t) {}
 };
 
 /* a run's rows of Z': zt[j * n + r] = sum_l x[r, l] V[l, j] for j < nd. At
  * most 12 registers of a row's sums at a time, so that a row is read once
  * when ndim <= 12 VL. */
-template <int VL>
-static inline __attribute__((always_inline)) void pyopnb_project_on(const pyopnb_projection P,
-                                                                    pyopnb_project_run rows) {
+template <int VL, bool CENTRE>
+static inline __attribute__((always_inline)) void pyopnb_project_centred(const pyopnb_projection P,
+                                                                         pyopnb_project_run rows) {
     const ptrdiff_t nd = P.nd, p = P.p;
     ptrdiff_t j = 0;
     for (; nd - j > 12 * VL; j += 12 * VL)
-        for (int r = 0; r < rows.R; ++r) pyopnb_project_chunk<VL, 1, 12>(P, rows.x + r * p, j, rows.zt + r);
-    pyopnb_project_tail<VL, 12>::run((int)((nd - j + VL - 1) / VL), P, rows, j);
+        for (int r = 0; r < rows.R; ++r)
+            pyopnb_project_chunk<VL, 1, 12, CENTRE>(P, rows.x + r * p, j, rows.zt + r);
+    pyopnb_project_tail<VL, 12, CENTRE>::run((int)((nd - j + VL - 1) / VL), P, rows, j);
+}
+
+/* the centring chosen once a run, outside the loops (a subtraction in them
+ * costs the plain projection of every evaluation) */
+template <int VL>
+static inline __attribute__((always_inline)) void pyopnb_project_on(const pyopnb_projection P,
+                                                                    pyopnb_project_run rows) {
+    if (P.mu)
+        pyopnb_project_centred<VL, true>(P, rows);
+    else
+        pyopnb_project_centred<VL, false>(P, rows);
 }
 
 #if PYOPNB_DISPATCH
