@@ -21,12 +21,23 @@ from .model import CONVERGENCE, predict
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m pyopnb", description=__doc__.splitlines()[0])
     ap.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --png (default: refuse it)")
     args = ap.parse_args()
-    run_demo(args.png)
+    try:
+        run_demo(args.png, overwrite=args.overwrite)
+    except FileExistsError as exc:
+        ap.exit(2, f"{ap.prog}: error: {exc}\n")
 
 
-def run_demo(png: str) -> None:
-    """The main job (also ``pyopnb demo``): fit, compare, and plot to ``png``."""
+def run_demo(png: str, overwrite: bool = False) -> None:
+    """The main job (also ``pyopnb demo``): fit, compare, and plot to ``png``,
+    which must not exist unless ``overwrite``."""
+    from pathlib import Path
+
+    from .rio import atomic_path, refuse_existing
+
+    if not overwrite:
+        refuse_existing(png, "pass --overwrite")
     data = load_pima()
     print(f"Pima (R's MASS): {len(data.y_train)} training and {len(data.y_test)} test rows, "
           f"{len(data.feature_names)} features")
@@ -54,7 +65,8 @@ def run_demo(png: str) -> None:
     from .plot import plot
 
     ax = plot(model, data.X_test, add_cols=True, yte=data.y_test)
-    ax.figure.savefig(png, dpi=110, bbox_inches="tight")
+    with atomic_path(png, overwrite=overwrite) as tmp:
+        ax.figure.savefig(tmp, format=Path(png).suffix.lstrip(".").lower() or "png", dpi=110, bbox_inches="tight")
     print(f"projection plot written to {png}")
 
 

@@ -221,9 +221,12 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _check_out(path: str, suffixes: Sequence[str], what: str, option: str = "--out",
-               inputs: Sequence[Optional[str]] = ()) -> None:
+               inputs: Sequence[Optional[str]] = (), overwrite: bool = False) -> None:
     """Fail before any work, not after a fit, on an output path that cannot be
-    written, or that is one of the command's inputs (it would be lost)."""
+    written, that is one of the command's inputs (it would be lost), or that
+    exists without ``--overwrite``."""
+    from .rio import refuse_existing
+
     p = Path(path)
     if p.suffix.lower() not in suffixes:
         allowed = " or ".join(suffixes) if len(suffixes) <= 2 else ", ".join(suffixes)
@@ -239,6 +242,11 @@ def _check_out(path: str, suffixes: Sequence[str], what: str, option: str = "--o
         raise CLIError(f"{option} {path}: is a folder")
     if not os.access(folder, os.W_OK):
         raise CLIError(f"{option} {path}: the folder {folder} is not writable")
+    if not overwrite:
+        try:
+            refuse_existing(path, "pass --overwrite")
+        except FileExistsError as exc:
+            raise CLIError(f"{option} {exc}") from None
 
 
 # the command line's names of the settings a fit's notes suggest
@@ -253,7 +261,7 @@ def cmd_fit(args) -> None:
     from .formulation import formulation
     from .rio import write_model
 
-    _check_out(args.out, (".rds", ".json"), "model files", inputs=[args.train])
+    _check_out(args.out, (".rds", ".json"), "model files", inputs=[args.train], overwrite=args.overwrite)
     if args.exact and args.nbin is not None:
         raise CLIError("--exact and --nbin contradict each other: --exact sums exactly, with no bins")
     nbin = None if args.exact else (1000 if args.nbin is None else args.nbin)
@@ -276,7 +284,7 @@ def cmd_fit(args) -> None:
         raise CLIError(str(exc)) from None
     model.feature_names = tuple(names)
     model.target = str(args.target)
-    write_model(model, args.out)
+    write_model(model, args.out, overwrite=args.overwrite)
     print(f"fitted OPNB on {X.shape[0]} rows, {X.shape[1]} features, classes {[str(c) for c in model.ynames]}: "
           f"fval {model.fval:.6g}; wrote {args.out}")
     # where R's own fit would stop: the fit kept its start as R's does (--r-defects), or went on
@@ -388,7 +396,7 @@ def cmd_predict(args) -> None:
     from .model import predict
     from .rio import atomic_path
 
-    _check_out(args.out, (".csv",), "predictions", inputs=[args.model, args.data])
+    _check_out(args.out, (".csv",), "predictions", inputs=[args.model, args.data], overwrite=args.overwrite)
     model = _load(args.model)
     X, labels = _model_matrix(model, args.data, args.target)
     truth = None if labels is None else _as_model_labels(labels, model, args.data)
@@ -400,7 +408,7 @@ def cmd_predict(args) -> None:
     if args.proba:
         for k, name in enumerate(model.ynames):
             res[f"p_{name}"] = out["posterior"][:, k]
-    with atomic_path(args.out) as tmp:
+    with atomic_path(args.out, overwrite=args.overwrite) as tmp:
         res.to_csv(tmp, index=False)
     print(f"predicted {len(res)} rows; wrote {args.out}")
     if truth is not None:
@@ -420,7 +428,7 @@ def cmd_plot(args) -> None:
     from .plot import plot
     from .rio import atomic_path
 
-    _check_out(args.out, _image_formats(), "images", inputs=[args.model, args.data])
+    _check_out(args.out, _image_formats(), "images", inputs=[args.model, args.data], overwrite=args.overwrite)
     if args.target is not None and not args.data:
         raise CLIError("--target names the label column of --data: give --data too")
     model = _load(args.model)
@@ -431,7 +439,7 @@ def cmd_plot(args) -> None:
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     suffix = Path(args.out).suffix.lower().lstrip(".")
-    with atomic_path(args.out) as tmp:
+    with atomic_path(args.out, overwrite=args.overwrite) as tmp:
         ax.figure.savefig(tmp, format=suffix, dpi=110, bbox_inches="tight")
     print(f"wrote {args.out}")
 
@@ -440,14 +448,14 @@ def cmd_demo(args) -> None:
     from .__main__ import run_demo
     from .datasets import write_pima_csv
 
-    _check_out(args.png, _image_formats(), "images", option="--png")
+    _check_out(args.png, _image_formats(), "images", option="--png", overwrite=args.overwrite)
     if args.csv is not None:
         try:
             paths = write_pima_csv(args.csv)
         except ValueError as exc:
             raise CLIError(f"--csv {args.csv}: {exc}") from None
         print(f"the data as CSV (label column type): {paths[0]}, {paths[1]}")
-    run_demo(args.png)
+    run_demo(args.png, overwrite=args.overwrite)
 
 
 def _validate_suite(args) -> int:
@@ -466,7 +474,7 @@ def _validate_suite(args) -> int:
     print(f"\n{len(rows) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped"
           + (" (R or one of its packages is missing here; the reason is beside each)" if n_skip else ""), file=out)
     if args.json:
-        _write_json(args.json, to_json(rows))
+        _write_json(args.json, to_json(rows), args.overwrite)
         if not _json_target(args.json):
             print(f"wrote {args.json}", file=out)
     return 1 if n_fail else 0
@@ -501,13 +509,13 @@ def _json_target(path: Optional[str]) -> bool:
     return path == "-"
 
 
-def _write_json(path: str, text: str) -> None:
+def _write_json(path: str, text: str, overwrite: bool) -> None:
     from .rio import atomic_path
 
     if _json_target(path):
         print(text)
         return
-    with atomic_path(path) as tmp:
+    with atomic_path(path, overwrite=overwrite) as tmp:
         tmp.write_text(text)
 
 
@@ -534,7 +542,8 @@ def cmd_validate(args) -> int:
     regression against its recording, and parity with R."""
     to_stdout = _json_target(args.json)
     if args.json and not to_stdout:
-        _check_out(args.json, (".json",), "reports", option="--json", inputs=[args.train, args.test, args.against])
+        _check_out(args.json, (".json",), "reports", option="--json", inputs=[args.train, args.test, args.against],
+                   overwrite=args.overwrite)
     if args.train is None:
         given = [f for f, v in (("--target", args.target), ("--test", args.test), ("--ndim", args.ndim),
                                 ("--lam", args.lam), ("--nbin", args.nbin), ("--exact", args.exact),
@@ -554,11 +563,12 @@ def cmd_validate(args) -> int:
     if args.against and args.spread_seeds is not None:
         raise CLIError("--spread-seeds sets how live R's spread is measured; a recording (--against) keeps its own")
     if args.record:
-        _check_out(args.record, (".json",), "recordings", option="--record",
-                   inputs=[args.train, args.test, args.json, args.against])
-        if Path(args.record).exists():
+        if os.path.lexists(args.record):
+            # not --overwrite's: only --update replaces a recording
             raise CLIError(f"--record {args.record}: exists; a recording is never overwritten (remove it or "
                            f"choose another path)")
+        _check_out(args.record, (".json",), "recordings", option="--record",
+                   inputs=[args.train, args.test, args.json, args.against])
     rtol, atol = _tolerance(args.rtol, "--rtol"), _tolerance(args.atol, "--atol")
     X, y, names = _training_data(args.train, args.target)
     Xte = None
@@ -594,7 +604,7 @@ def cmd_validate(args) -> int:
         print(f"recorded R's and pyopnb's results in {args.record}: replay with --against {args.record}, no R "
               f"needed", file=out)
     if args.json:
-        _write_json(args.json, report.to_json())
+        _write_json(args.json, report.to_json(), args.overwrite)
         if not to_stdout:
             print(f"wrote {args.json}", file=out)
     return report.exit_code
@@ -633,6 +643,8 @@ def _validate_arguments(v: argparse.ArgumentParser) -> None:
                                                "not depend on it)")
     v.add_argument("--json", metavar="OUT", help="also write the report as JSON (- for standard output, the "
                                                  "table then on standard error); a usage error writes its JSON too")
+    v.add_argument("--overwrite", action="store_true", help="replace an existing --json file (default: refuse "
+                                                            "it; a recording is replaced only by --update)")
     v.set_defaults(func=cmd_validate)
 
 
@@ -652,6 +664,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
     m.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
     m.add_argument("--csv", metavar="DIR", help="also write the data as pima_train.csv and pima_test.csv in DIR "
                                                 "(label column: type), for trying the other commands")
+    m.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
     m.set_defaults(func=cmd_demo)
     sub.add_parser("study", help="the papers' experiment on PMLB data sets (pyopnb study --help)", add_help=False)
     f = sub.add_parser("fit", help="fit a model on a CSV file")
@@ -686,6 +699,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
                    help="the class priors, \"a=0.3,b=0.7\", every class named as the CSV writes its label, "
                         "summing to 1 (default: the class proportions, R's)")
     f.add_argument("--out", required=True, help="model file, .rds or .json")
+    f.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
     f.set_defaults(func=cmd_fit)
     p = sub.add_parser("predict", help="predict the classes of a CSV file")
     p.add_argument("model")
@@ -698,6 +712,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
                         "underflow gets a uniform posterior and the first class (default: log space)")
     p.add_argument("--log", action="store_true", help=argparse.SUPPRESS)  # the default now; old scripts pass it
     p.add_argument("--out", required=True, help="predictions, .csv")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
     p.set_defaults(func=cmd_predict)
     g = sub.add_parser("plot", help="plot a model's projection")
     g.add_argument("model")
@@ -707,6 +722,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
                                                       "a one-column model)")
     g.add_argument("--regions", action="store_true", help="shade the class regions")
     g.add_argument("--out", required=True, help="image file; its suffix gives the format (.png, .pdf, .svg, ...)")
+    g.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
     g.set_defaults(func=cmd_plot)
     v = sub.add_parser("validate", help="check pyopnb against R and against its own recordings: the suite (no "
                                         "file), or your own workflow", description=_VALIDATE_DESCRIPTION)
@@ -754,14 +770,16 @@ def _error_json(argv: Sequence[str], message: str) -> None:
     if path is None:
         return
     inputs = [a for a in argv if a.endswith(".csv")] + [_option(argv, "--against"), _option(argv, "--record")]
+    overwrite = "--overwrite" in argv
     if not _json_target(path):
         try:
-            _check_out(path, (".json",), "reports", option="--json", inputs=inputs)
+            _check_out(path, (".json",), "reports", option="--json", inputs=inputs, overwrite=overwrite)
         except CLIError:
             return
     not_run = {"verdict": "not checked", "why": "the command stopped before any check"}
     _write_json(path, json.dumps({"ok": False, "exit_code": 2, "error": message,
-                                  "checks": {"regression": not_run, "parity": not_run}, "rows": []}, indent=1))
+                                  "checks": {"regression": not_run, "parity": not_run}, "rows": []}, indent=1),
+                overwrite)
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "pyopnb", only: Optional[str] = None) -> int:

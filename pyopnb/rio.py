@@ -243,13 +243,45 @@ def _plain_mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
+def _exists_error(path: Union[str, os.PathLike], how: str) -> FileExistsError:
+    return FileExistsError(f"{path}: exists, and pyopnb replaces a file only when asked ({how} to replace it, "
+                           f"or choose another path)")
+
+
+def refuse_existing(path: Union[str, os.PathLike], how: str = "pass overwrite=True") -> None:
+    """Raise FileExistsError if ``path`` exists: no file is replaced unless asked.
+
+    ``how`` tells the caller's way of asking (an argument, a command-line option)."""
+    if os.path.lexists(path):
+        raise _exists_error(path, how)
+
+
+def _move_new(tmp: str, target: Path) -> None:
+    """Move ``tmp`` to ``target``, which must not exist, in one step where the
+    filesystem allows (a hard link fails on an existing name, where a check
+    then a rename could race another writer)."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise _exists_error(target, "pass overwrite=True") from None
+    except OSError:
+        # a filesystem without hard links: check, then rename
+        refuse_existing(target)
+        os.replace(tmp, target)
+
+
 @contextmanager
-def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
+def atomic_path(path: Union[str, os.PathLike], *, overwrite: bool = False) -> Iterator[Path]:
     """A temporary path beside ``path``, moved onto it only if the block succeeds:
-    a failed write leaves no partial file (and an existing file untouched)."""
+    a failed write leaves no partial file (and an existing file untouched).
+
+    An existing ``path`` is refused before the block runs, and again when the
+    file is moved into place, unless ``overwrite``."""
     target = Path(path)
     if target.parent and not target.parent.exists():
         raise ValueError(f"{target}: the folder {target.parent} does not exist")
+    if not overwrite:
+        refuse_existing(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     os.close(fd)
     try:
@@ -257,7 +289,10 @@ def atomic_path(path: Union[str, os.PathLike]) -> Iterator[Path]:
         # mkstemp makes the file 0600; give it the mode a plain open() would
         # (an existing file's own mode, else 0666 less the umask)
         os.chmod(tmp, _plain_mode(target))
-        os.replace(tmp, target)
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            _move_new(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -311,7 +346,7 @@ def _opnb_r_object(model: OPNBModel, converter: Any) -> Any:
     return build_r_object(RObjectType.VEC, value=values, is_object=True, attributes=attrs)
 
 
-def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
+def write_rds(model: OPNBModel, path: Union[str, os.PathLike], *, overwrite: bool = False) -> None:
     """Save a model as R's ``saveRDS`` would, for R's ``readRDS`` and ``predict.OPNB``.
 
     R need not be installed. The file is written whole or not at all.
@@ -322,6 +357,9 @@ def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
         The model (a fitted OPNBClassifier's ``model_`` too).
     path : str or path-like
         The RDS file to write.
+    overwrite : bool, default False
+        Replace an existing file. Otherwise an existing ``path`` raises
+        FileExistsError (R's ``saveRDS`` replaces it without asking).
 
     Returns
     -------
@@ -340,11 +378,11 @@ def write_rds(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
         raise ValueError("this model was fitted with weights, and R's predict.OPNB has none: it would weigh every "
                          "training row alike and give other posteriors. Save it with write_json or joblib, or fit "
                          "without weights for R")
-    with atomic_path(path) as tmp:
+    with atomic_path(path, overwrite=overwrite) as tmp:
         rdata.write_rds(tmp, model, constructor_dict={OPNBModel: _opnb_r_object})
 
 
-def write_json(model: Any, path: Union[str, os.PathLike]) -> None:
+def write_json(model: Any, path: Union[str, os.PathLike], *, overwrite: bool = False) -> None:
     """Save a model as JSON: R's fields (matrices as lists of rows) and what R cannot hold.
 
     The feature names, the label column's name, the labels' type and the
@@ -358,6 +396,9 @@ def write_json(model: Any, path: Union[str, os.PathLike]) -> None:
         The model.
     path : str or path-like
         The JSON file to write.
+    overwrite : bool, default False
+        Replace an existing file. Otherwise an existing ``path`` raises
+        FileExistsError.
 
     Returns
     -------
@@ -371,7 +412,7 @@ def write_json(model: Any, path: Union[str, os.PathLike]) -> None:
     from .grid_model import GridModel
 
     if isinstance(model, GridModel):
-        return _write_grid_json(model, path)
+        return _write_grid_json(model, path, overwrite)
     model = check_model(model)
     _check_consistent(model)
     doc = {"format": "pyopnb-model", "version": 2,
@@ -386,7 +427,7 @@ def write_json(model: Any, path: Union[str, os.PathLike]) -> None:
             doc[k] = [str(s) for s in v] if doc["ynames_type"] == "character" else np.asarray(v).tolist()
         else:
             doc[k] = np.asarray(v).tolist() if np.ndim(v) else v
-    with atomic_path(path) as tmp:
+    with atomic_path(path, overwrite=overwrite) as tmp:
         tmp.write_text(json.dumps(doc))
 
 
@@ -431,7 +472,7 @@ _GRID_FORMAT = "pyopnb-grid-model"
 _GRID_FIELDS = ("V", "PI", "h", "mu", "scales", "lo", "delta", "W", "counts")
 
 
-def _write_grid_json(model: Any, path: Union[str, os.PathLike]) -> None:
+def _write_grid_json(model: Any, path: Union[str, os.PathLike], overwrite: bool) -> None:
     """A GridModel as JSON (floats as Python's repr: the same bits back)."""
     kind = _label_kind(model.ynames)
     doc = {"format": _GRID_FORMAT, "version": 1, "nc": int(model.nc), "lam": float(model.lam),
@@ -442,7 +483,7 @@ def _write_grid_json(model: Any, path: Union[str, os.PathLike]) -> None:
            "convergence": None if model.convergence is None else int(model.convergence)}
     for k in _GRID_FIELDS:
         doc[k] = np.asarray(getattr(model, k)).tolist()
-    with atomic_path(path) as tmp:
+    with atomic_path(path, overwrite=overwrite) as tmp:
         tmp.write_text(json.dumps(doc))
 
 
@@ -516,7 +557,7 @@ def read_model(path: Union[str, os.PathLike]) -> OPNBModel:
     raise ValueError(f"{path}: model files are .rds or .json (or a fitted OPNBClassifier's .joblib or .pkl)")
 
 
-def write_model(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
+def write_model(model: OPNBModel, path: Union[str, os.PathLike], *, overwrite: bool = False) -> None:
     """Write a model to ``.rds`` (for R) or ``.json``, by the file's suffix.
 
     Parameters
@@ -525,6 +566,9 @@ def write_model(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
         A model, or a fitted OPNBClassifier (its model is written).
     path : str or path-like
         The file, ending in ``.rds`` or ``.json``.
+    overwrite : bool, default False
+        Replace an existing file. Otherwise an existing ``path`` raises
+        FileExistsError.
 
     Returns
     -------
@@ -533,7 +577,7 @@ def write_model(model: OPNBModel, path: Union[str, os.PathLike]) -> None:
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
-        return write_json(model, path)
+        return write_json(model, path, overwrite=overwrite)
     if suffix == ".rds":
-        return write_rds(model, path)
+        return write_rds(model, path, overwrite=overwrite)
     raise ValueError(f"{path}: model files are .rds or .json")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pyopnb.datasets import load_pima
+from pyopnb.rio import read_model
 from pyopnb.validation.fixtures import write_r_csv as _r_csv
 
 pd = pytest.importorskip("pandas", reason="pandas is not installed")
@@ -103,7 +104,7 @@ def test_predict_reads_a_file_that_holds_the_labels(files):
     r = run("predict", "m.rds", "test.csv", "--out", "plain.csv", cwd=tmp)
     assert r.returncode == 0, r.stderr
     for extra in ([], ["--target", "type"]):
-        r = run("predict", "m.rds", "labelled.csv", *extra, "--out", "lab.csv", cwd=tmp)
+        r = run("predict", "m.rds", "labelled.csv", *extra, "--out", "lab.csv", "--overwrite", cwd=tmp)
         assert r.returncode == 0, r.stderr
         pd.testing.assert_frame_equal(pd.read_csv(tmp / "lab.csv"), pd.read_csv(tmp / "plain.csv"))
         pred = pd.read_csv(tmp / "plain.csv")["class"].to_numpy()
@@ -244,6 +245,32 @@ def test_no_command_writes_over_its_input(files):
     _one_line_error(run("plot", "own.rds", "--data", "test.csv", "--out", "own.png", cwd=tmp), "is the input test.csv")
     _one_line_error(run("fit", "train.csv", "--target", "type", "--out", "train.csv", cwd=tmp), "model files are")
     assert {p: (tmp / p).read_bytes() for p in before} == before
+
+
+def test_no_command_replaces_a_file_unless_asked(files):
+    tmp, _ = files
+    _fitted(tmp)
+    mine = {name: f"mine {name}" for name in ("kept.rds", "kept.csv", "kept.png", "kept.json")}
+    for name, text in mine.items():
+        (tmp / name).write_text(text)
+    how = "pass --overwrite to replace it"
+    _one_line_error(run("fit", "train.csv", "--target", "type", "--exact", "--out", "kept.rds", cwd=tmp),
+                    "--out kept.rds: exists", how)
+    _one_line_error(run("predict", "m.rds", "test.csv", "--out", "kept.csv", cwd=tmp), "--out kept.csv: exists", how)
+    _one_line_error(run("plot", "m.rds", "--out", "kept.png", cwd=tmp), "--out kept.png: exists", how)
+    _one_line_error(run("demo", "--png", "kept.png", cwd=tmp), "--png kept.png: exists", how)
+    r = run("validate", "--select", "nothing", "--json", "kept.json", cwd=tmp)
+    assert r.returncode == 2 and "--json kept.json: exists" in r.stderr, r.stderr
+    assert {name: (tmp / name).read_text() for name in mine} == mine
+    assert not [p.name for p in tmp.iterdir() if p.name.startswith(".kept.")]  # no temporary file left behind
+    # asked: replaced
+    r = run("fit", "train.csv", "--target", "type", "--ndim", "2", "--exact", "--out", "kept.rds", "--overwrite",
+            cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(read_model(tmp / "kept.rds").V, read_model(tmp / "m.rds").V)
+    r = run("predict", "m.rds", "test.csv", "--out", "kept.csv", "--overwrite", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    assert pd.read_csv(tmp / "kept.csv").shape[0] == 332
 
 
 def test_fit_options_and_notes_in_the_commands_words(files):

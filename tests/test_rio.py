@@ -127,6 +127,29 @@ def test_a_model_R_saved_has_an_unknown_convergence():
     assert m.ynames.dtype == object and list(m.ynames) == ["No", "Yes"]
 
 
+@pytest.mark.parametrize("writer", [write_rds, write_json, write_model])
+def test_an_existing_file_is_replaced_only_when_asked(model, tmp_path, writer):
+    path = tmp_path / ("m.json" if writer is write_json else "m.rds")
+    path.write_text("mine")
+    with pytest.raises(FileExistsError, match=r"m\.(rds|json): exists, .* \(pass overwrite=True to replace it"):
+        writer(model, path)
+    assert path.read_text() == "mine" and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    writer(model, path, overwrite=True)
+    np.testing.assert_array_equal(read_model(path).V, model.V)
+
+
+def test_a_file_made_while_a_model_is_written_is_kept(model, tmp_path):
+    # another writer takes the name after the check, before the move: its file stays, ours is refused
+    from pyopnb.rio import atomic_path
+
+    path = tmp_path / "m.json"
+    with pytest.raises(FileExistsError, match="m.json: exists"):
+        with atomic_path(path) as tmp:
+            tmp.write_text("ours")
+            path.write_text("theirs")
+    assert path.read_text() == "theirs" and sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_written_files_get_the_umask_mode(df_model, tmp_path, umask):
     old = os.umask(umask)
@@ -142,7 +165,7 @@ def test_written_files_get_the_umask_mode(df_model, tmp_path, umask):
     assert (tmp_path / "m.json").stat().st_mode & 0o777 == plain
     # an existing file keeps its own mode, as a plain open() would leave it
     os.chmod(tmp_path / "m.rds", 0o600)
-    write_rds(df_model, tmp_path / "m.rds")
+    write_rds(df_model, tmp_path / "m.rds", overwrite=True)
     assert (tmp_path / "m.rds").stat().st_mode & 0o777 == 0o600
 
 

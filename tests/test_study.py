@@ -561,6 +561,12 @@ def test_what_a_path_changes_is_measured_against_refits(tmp_path):
     page = write_path_report(tmp_path / "path", tmp_path / "refit", tmp_path / "paths.md").read_text()
     assert "| LDA | n_components | 3 |" in page and "| OPNB-journal | ndim | 3 |" in page
     assert json.loads((tmp_path / "paths.json").read_text())[0]["method"] in ("LDA", "OPNB-journal")
+    (tmp_path / "paths.md").write_text("mine")
+    with pytest.raises(FileExistsError, match="paths.md: exists"):
+        write_path_report(tmp_path / "path", tmp_path / "refit", tmp_path / "paths.md")
+    assert (tmp_path / "paths.md").read_text() == "mine"
+    assert "| LDA |" in write_path_report(tmp_path / "path", tmp_path / "refit", tmp_path / "paths.md",
+                                          overwrite=True).read_text()
     # beside a study's report, the measurement goes into it
     write_path_report(tmp_path / "path", tmp_path / "refit", tmp_path / "path" / "paths.md")
     report = write_report(tmp_path / "path").read_text()

@@ -602,7 +602,8 @@ def test_live_r_reads_csv_lists_the_cells_parsed_apart(parse_files):
 
 
 def test_a_recording_of_R_s_own_parse_replays_with_no_R(parse_files, tmp_path):
-    args = ["validate", "train.csv", "--target", "y", "--exact", "--ndim", "2", "--json", "replay.json"]
+    args = ["validate", "train.csv", "--target", "y", "--exact", "--ndim", "2", "--json", "replay.json",
+            "--overwrite"]
     r = run(*args, "--against", str(R_READS_CSV), cwd=parse_files)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "R's read.csv and pyopnb's reader parse 3 cells differently" in r.stdout

@@ -13,6 +13,7 @@ up to the stratum, for the total over every set.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -100,8 +101,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--splits", type=int, default=10, help="the profile's splits (default 10)")
     ap.add_argument("--quick", action="store_true", help="the quick profile's grids instead of the full one's")
     ap.add_argument("--methods", help=f"comma-separated methods (default: {','.join(DEFAULT_METHODS)})")
-    ap.add_argument("--out", help="write the tables here (markdown) as well")
+    ap.add_argument("--out", help="write the tables here (markdown) as well; an existing file is refused")
     args = ap.parse_args(argv)
+    if args.out and os.path.lexists(args.out):
+        ap.error(f"--out {args.out}: exists; choose another path (no file is replaced)")
     names = available(args.data)
     methods = args.methods.split(",") if args.methods else list(DEFAULT_METHODS)
     sizes = [effective_size(n, args.data) for n in names]
@@ -136,7 +139,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             + "\n")
     print(text)
     if args.out:
-        Path(args.out).write_text(text)
+        from ..rio import atomic_path
+
+        with atomic_path(args.out) as tmp:
+            tmp.write_text(text)
     return 0
 
 

@@ -125,7 +125,7 @@ def path_effect(path_out: str | Path, refit_out: str | Path, methods: Optional[S
 
 
 def write_path_report(path_out: str | Path, refit_out: str | Path, dest: str | Path,
-                      methods: Optional[Sequence[str]] = None) -> Path:
+                      methods: Optional[Sequence[str]] = None, *, overwrite: bool = False) -> Path:
     """Write :func:`path_effect` as a Markdown page, with its numbers beside it.
 
     Parameters
@@ -140,12 +140,21 @@ def write_path_report(path_out: str | Path, refit_out: str | Path, dest: str | P
         ``.json``.
     methods : sequence of str, optional
         The methods to measure (default: every method with a path).
+    overwrite : bool, default False
+        Replace an existing page or its ``.json``; otherwise either raises
+        FileExistsError before any work.
 
     Returns
     -------
     Path
         The page.
     """
+    from ..rio import atomic_path, refuse_existing
+
+    dest = Path(dest)
+    if not overwrite:
+        refuse_existing(dest)
+        refuse_existing(dest.with_suffix(".json"))
     effects = path_effect(path_out, refit_out, methods)
     if not effects:
         raise ValueError("no method has results in both studies")
@@ -173,7 +182,8 @@ def write_path_report(path_out: str | Path, refit_out: str | Path, dest: str | P
     for e in effects:
         lines.append(f"- {e['method']}, the largest changes (path - refits): "
                      + ", ".join(f"{s} {x:+.3f}" for s, x in e["largest changes"]))
-    dest = Path(dest)
-    dest.write_text("\n".join(lines) + "\n")
-    dest.with_suffix(".json").write_text(json.dumps(effects, indent=1) + "\n")
+    with atomic_path(dest.with_suffix(".json"), overwrite=overwrite) as tmp:
+        tmp.write_text(json.dumps(effects, indent=1) + "\n")
+    with atomic_path(dest, overwrite=overwrite) as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
     return dest

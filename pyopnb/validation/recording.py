@@ -213,7 +213,7 @@ def replace(path: PathLike, rec: Dict[str, Any]) -> None:
     from ..rio import atomic_path
 
     text = dumps(rec)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, overwrite=True) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
 
 
