@@ -358,9 +358,9 @@ def test_remembered_sorts_serve_only_their_own_columns():
     from pyopnb._core import passes as _passes
 
     rng = np.random.default_rng(11)
-    n, K = 120_000, 2  # 5 columns' scratch is past what is kept
+    n, K = 120_000, 4  # 5 columns' scratch is past what is kept (exact.pyx's KEEP_BYTES)
     y = (np.arange(n) % K).astype(np.int32)
-    h = np.array([0.7, 0.7])
+    h = np.full(K, 0.7)
     work = column_scratch(y, K, h, 0, 1)
     post = rng.dirichlet(np.ones(K), size=n)
     Zt = rng.normal(size=(5, n))
@@ -372,6 +372,7 @@ def test_remembered_sorts_serve_only_their_own_columns():
             Zt = rng.normal(size=(6, n))
         np.testing.assert_array_equal(_passes.log_densities(Zt, work),
                                       _passes.log_densities(Zt, column_scratch(y, K, h, 0, 1)))
+        assert work.plan == "sorts"
         np.testing.assert_array_equal(_passes.log_density_gradient(Zt, post, work),
                                       _passes.log_density_gradient(Zt, post, column_scratch(y, K, h, 0, 1)))
 

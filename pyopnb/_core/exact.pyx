@@ -13,9 +13,14 @@ from pyopnb._core.passes cimport (Problem, Column, ColumnKind, ColumnScratch, _C
 from pyopnb._ksum cimport _last_of_ties
 from pyopnb._core.sort cimport SortMemo, _argsort_memo
 
+cdef extern from "_core/simd.h" nogil:
+    const int PYOPNB_AHEAD
+    void pyopnb_prefetch_at(const void* a)
+    void pyopnb_prefetch_write(const void* a)
+
 # problems whose columns' scratch fits in this many bytes keep every
 # column between the value and the gradient pass (see ExactScratch._plan)
-DEF KEEP_BYTES = 128 * 1024 * 1024
+DEF KEEP_BYTES = 256 * 1024 * 1024
 # and keep each column's last sort (SortMemo: its keys, order and sorted keys)
 # when those fit in this many
 DEF MEMO_BYTES = 256 * 1024 * 1024
@@ -34,7 +39,12 @@ cdef int _setup(const Problem* P, const double* z, Column* col, SortMemo* memo, 
     # evaluate in sorted order (tables read sequentially); a point's
     # anchor for evaluation is its tie group's last
     _last_of_ties(col.anchors, n, col.evlo)
+    cdef Py_ssize_t j
     for q in range(n):
+        if q + PYOPNB_AHEAD < n:
+            j = col.order[q + PYOPNB_AHEAD]
+            pyopnb_prefetch_write(&col.row[j])
+            pyopnb_prefetch_write(&col.lo[j])
         col.row[col.order[q]] = q
         col.lo[col.order[q]] = col.evlo[q]
     return 0
@@ -46,11 +56,19 @@ cdef void _bin_weights(const Problem* P, Column* col, const double* z, const dou
     Wpts [n, K], or NULL for the class weights: point i weighs 1/(n_k h_k)
     in the column of its class k, so only one column per point is touched.
     """
-    cdef Py_ssize_t i, q
+    cdef Py_ssize_t i, q, j
     cdef int c, k, K = P.K
     if Wpts == NULL:
         memset(col.Wa, 0, col.G * K * sizeof(double))
     for q in range(P.n):
+        if q + PYOPNB_AHEAD < P.n:
+            j = col.order[q + PYOPNB_AHEAD]
+            if Wpts != NULL:
+                pyopnb_prefetch_at(&Wpts[j * K])
+            else:
+                pyopnb_prefetch_at(&P.y[j])
+                if P.w != NULL:
+                    pyopnb_prefetch_at(&P.w[j])
         i = col.order[q]
         if Wpts == NULL:
             k = P.y[i]
@@ -87,6 +105,9 @@ cdef inline void _sample_rows(const Problem* P, Column* cols, int w, double* gz0
     cdef Py_ssize_t n = P.n, i
     cdef int c, k
     for i in range(i0, i1):
+        if i + PYOPNB_AHEAD < i1:
+            for c in range(w):
+                pyopnb_prefetch_at(&cols[c].D[cols[c].row[i + PYOPNB_AHEAD] * P.K])
         k = P.y[i]
         for c in range(w):
             gz0[c * n + i] -= _sample_weight_h(P, i) * cols[c].D[cols[c].row[i] * P.K + k]
@@ -104,6 +125,12 @@ cdef class ExactScratch(ColumnScratch):
     def __cinit__(self, *args, **kwargs):
         self.P.kind = &_EXACT
         self.G = self.P.n
+
+    @property
+    def plan(self):
+        """What the last passes kept for the next: "columns" (every column),
+        "sorts" (each column's last sort) or None."""
+        return "columns" if self.keep else ("sorts" if self.memos != NULL else None)
 
     cdef int _plan(self, Py_ssize_t ndim) except -1:
         """Whether ndim columns are kept between the value and gradient

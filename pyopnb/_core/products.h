@@ -249,6 +249,12 @@ static inline __attribute__((always_inline)) void pyopnb_rows_products_on(
         const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, ptrdiff_t i1) {
     const int K = T->K;
     for (ptrdiff_t i = i0; i < i1; i += 2) {
+        if (i + PYOPNB_AHEAD + 1 < i1) {
+            for (int r = 0; r < T->nrow; ++r) {
+                pyopnb_prefetch_at(T->base[r] + T->idx[r][i + PYOPNB_AHEAD] * K);
+                pyopnb_prefetch_at(T->base[r] + T->idx[r][i + PYOPNB_AHEAD + 1] * K);
+            }
+        }
         double* p[2] = {out.pr + i * K, out.pr + (i + 1) * K};
         double* a[2] = {out.acc + i * K, out.acc + (i + 1) * K};
         if (i + 1 < i1) {
@@ -296,6 +302,17 @@ typedef struct {
     const double* D;
     double* W;
 } pyopnb_grad_tables;
+
+/* The tables' rows of point j, asked for ahead of their reads (j < i1),
+ * where the points' rows are a sorted column's (see pyopnb_prefetch_at) */
+template <class I>
+static inline __attribute__((always_inline)) void pyopnb_grad_prefetch(const pyopnb_grad_tables* T, const I* at,
+                                                                       int K, ptrdiff_t j, ptrdiff_t i1) {
+    if (j < i1) {
+        pyopnb_prefetch_at(T->S + (ptrdiff_t)at[j] * K);
+        pyopnb_prefetch_at(T->D + (ptrdiff_t)at[j] * K);
+    }
+}
 
 static inline double pyopnb_point_weight(const pyopnb_grad_points* P, ptrdiff_t i) {
     return P->wt ? P->wt[i] : 1.0;
@@ -429,6 +446,7 @@ __attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2
     const int K = P->K;
     const pyopnb_class_group g = pyopnb_group_of(P, 0);
     for (ptrdiff_t i = i0; i < i1; ++i) {
+        if (W_OWN) pyopnb_grad_prefetch(T, at, K, i + PYOPNB_AHEAD, i1);
         const ptrdiff_t e = (ptrdiff_t)at[i] * K;
         dz[i] = pyopnb_grad_group_avx2(P, i, &g, T->S + e, T->D + e, W_OWN ? T->W + i * K : T->W + e, W_OWN, 0.0);
     }
@@ -466,6 +484,7 @@ static inline __attribute__((always_inline)) void pyopnb_grad_points_on(
     }
 #endif
     for (ptrdiff_t i = i0; i < i1; ++i) {
+        if (W_OWN) pyopnb_grad_prefetch(T, at, K, i + PYOPNB_AHEAD, i1);
         const ptrdiff_t e = (ptrdiff_t)at[i] * K;
         double* w = W_OWN ? T->W + i * K : T->W + e;
 #if PYOPNB_DISPATCH

@@ -32,6 +32,14 @@ static inline void pyopnb_prefetch(const double* a, ptrdiff_t len) {
     for (ptrdiff_t k = 0; k < len; k += 8) __builtin_prefetch(a + k);
 }
 
+/* Rows read or written in another order than memory's (a column's points
+ * in sorted order, a point's row of a sorted column) wait for memory at
+ * every point, where the next addresses are known well ahead: a loop asks
+ * for the row PYOPNB_AHEAD points on. A prefetch moves no bit. */
+#define PYOPNB_AHEAD 32
+static inline void pyopnb_prefetch_at(const void* a) { __builtin_prefetch(a); }
+static inline void pyopnb_prefetch_write(const void* a) { __builtin_prefetch(a, 1); }
+
 /* The widest vector path this CPU runs: 2 (AVX-512), 1 (AVX2), 0 (SSE2, the x86-64 baseline). */
 static inline int pyopnb_simd_best(void) {
 #if PYOPNB_DISPATCH
