@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from .comparators import KernelNB
@@ -32,8 +33,6 @@ def main() -> None:
 def run_demo(png: str, overwrite: bool = False) -> None:
     """The main job (also ``pyopnb demo``): fit, compare, and plot to ``png``,
     which must not exist unless ``overwrite``."""
-    from pathlib import Path
-
     from .rio import atomic_path, refuse_existing
 
     if not overwrite:

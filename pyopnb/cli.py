@@ -657,6 +657,9 @@ _VALIDATE_DESCRIPTION = (
     "or its packages missing.")
 
 
+_OVERWRITE_HELP = "replace an existing output file (default: refuse it)"
+
+
 def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
     ap = _Parser(prog=prog, description="Optimal Projections for Naive Bayes, from CSV files.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -664,7 +667,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
     m.add_argument("--png", default="opnb_pima.png", help="where to write the projection plot")
     m.add_argument("--csv", metavar="DIR", help="also write the data as pima_train.csv and pima_test.csv in DIR "
                                                 "(label column: type), for trying the other commands")
-    m.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
+    m.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
     m.set_defaults(func=cmd_demo)
     sub.add_parser("study", help="the papers' experiment on PMLB data sets (pyopnb study --help)", add_help=False)
     f = sub.add_parser("fit", help="fit a model on a CSV file")
@@ -699,7 +702,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
                    help="the class priors, \"a=0.3,b=0.7\", every class named as the CSV writes its label, "
                         "summing to 1 (default: the class proportions, R's)")
     f.add_argument("--out", required=True, help="model file, .rds or .json")
-    f.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
+    f.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
     f.set_defaults(func=cmd_fit)
     p = sub.add_parser("predict", help="predict the classes of a CSV file")
     p.add_argument("model")
@@ -712,7 +715,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
                         "underflow gets a uniform posterior and the first class (default: log space)")
     p.add_argument("--log", action="store_true", help=argparse.SUPPRESS)  # the default now; old scripts pass it
     p.add_argument("--out", required=True, help="predictions, .csv")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
     p.set_defaults(func=cmd_predict)
     g = sub.add_parser("plot", help="plot a model's projection")
     g.add_argument("model")
@@ -722,7 +725,7 @@ def build_parser(prog: str = "pyopnb") -> argparse.ArgumentParser:
                                                       "a one-column model)")
     g.add_argument("--regions", action="store_true", help="shade the class regions")
     g.add_argument("--out", required=True, help="image file; its suffix gives the format (.png, .pdf, .svg, ...)")
-    g.add_argument("--overwrite", action="store_true", help="replace an existing output file (default: refuse it)")
+    g.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
     g.set_defaults(func=cmd_plot)
     v = sub.add_parser("validate", help="check pyopnb against R and against its own recordings: the suite (no "
                                         "file), or your own workflow", description=_VALIDATE_DESCRIPTION)
