@@ -134,17 +134,29 @@ static inline void pyopnb_products_n(const pyopnb_tables_at<I>* T, ptrdiff_t i, 
 }
 
 #if PYOPNB_DISPATCH
+/* lanes l < M of v into dst[l] (0 < M <= 4), straight from the register */
+template <int M>
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) void pyopnb_store_lanes(
+        __m256d v, double* dst) {
+    const __m128d lo = _mm256_castpd256_pd128(v);
+    if (M >= 2) _mm_storeu_pd(dst, lo); else _mm_store_sd(dst, lo);
+    if (M == 4) _mm_storeu_pd(dst + 2, _mm256_extractf128_pd(v, 1));
+    else if (M == 3) _mm_store_sd(dst + 2, _mm256_extractf128_pd(v, 1));
+}
+
 /* pyopnb_products_n with four classes a register (AVX2). Lanes past K are
  * masked: not loaded, their range tests ignored, not stored. A lane whose
  * product left the range goes again by pyopnb_mul1, as the SSE2 path's
- * lanes do: the same numbers. */
-template <int NS, bool FRESH, class I>
+ * lanes do: the same numbers. M: K where it is known when compiled (at
+ * most 4: the products in range are stored straight from the register),
+ * else 0. */
+template <int NS, bool FRESH, class I, int M>
 __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
         const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step, double* const* pr,
         double* const* acc) {
     const double* const* base = T->base;
     const I* const* idx = T->idx;
-    const int nrow = T->nrow, K = T->K;
+    const int nrow = T->nrow, K = M ? M : T->K;
     const __m256d lo = _mm256_set1_pd(PYOPNB_PROD_LO), hi = _mm256_set1_pd(PYOPNB_PROD_HI);
     const __m256d one = _mm256_set1_pd(1.0);
 #define PYOPNB_ROW(j, r) (base[(j) * base_step + (r)] + (ptrdiff_t)idx[r][i + (j) * point_step] * K)
@@ -164,9 +176,14 @@ __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
             }
         }
         for (int j = 0; j < NS; ++j) {
+            const int ok = _mm256_movemask_pd(in[j]) & mbits;
+            if (M && ok == mbits) {
+                pyopnb_store_lanes<M ? M : 1>(q[j], pr[j] + k);
+                if (FRESH) pyopnb_store_lanes<M ? M : 1>(_mm256_setzero_pd(), acc[j] + k);
+                continue;
+            }
             double qv[4];
             _mm256_storeu_pd(qv, q[j]);
-            const int ok = _mm256_movemask_pd(in[j]) & mbits;
             for (int l = 0; l < m; ++l) {
                 if (!(ok >> l & 1)) {
                     double p = FRESH ? 1.0 : pr[j][k + l], a = FRESH ? 0.0 : acc[j][k + l];
@@ -187,18 +204,31 @@ __attribute__((target("avx2"))) static inline void pyopnb_products_n_avx2(
 
 /* pyopnb_products_n or its AVX2 form, chosen at compile time (the drivers
  * below are compiled once for each path) */
-template <bool AVX2, int NS, bool FRESH, class I>
+template <bool AVX2, int NS, bool FRESH, class I, int M = 0>
 static inline __attribute__((always_inline)) void pyopnb_products_on(
         const pyopnb_tables_at<I>* T, ptrdiff_t i, int base_step, int point_step, double* const* pr,
         double* const* acc) {
 #if PYOPNB_DISPATCH
     if (AVX2) {
-        pyopnb_products_n_avx2<NS, FRESH, I>(T, i, base_step, point_step, pr, acc);
+        pyopnb_products_n_avx2<NS, FRESH, I, M>(T, i, base_step, point_step, pr, acc);
         return;
     }
 #endif
     pyopnb_products_n<NS, FRESH, I>(T, i, base_step, point_step, pr, acc);
 }
+
+/* CALL(M) with M = K for a row of 2, 3 or 4 classes, else CALL(0): the
+ * AVX2 kernels with the class count known when compiled (one register of
+ * classes, stored straight from it) */
+#define PYOPNB_ON_CLASSES(K, CALL) \
+    do { \
+        switch (K) { \
+            case 2: CALL(2); break; \
+            case 3: CALL(3); break; \
+            case 4: CALL(4); break; \
+            default: CALL(0); break; \
+        } \
+    } while (0)
 
 /* The drivers run their loop over the points inside the vector path's own
  * function, so that the per-point kernel is inlined there; every path gives
@@ -217,20 +247,29 @@ static inline __attribute__((always_inline)) void pyopnb_products_on(
 
 /* Grid tables: the m points i0.. of a block, started empty, each into its
  * rows of out[0] (and of out[1] where nset = 2) [m, K], the tables T read
- * at the points' cells (base_step: the second set's offset in T->base) */
-template <bool AVX2>
-static inline __attribute__((always_inline)) void pyopnb_block_products_on(
+ * at the points' cells (base_step: the second set's offset in T->base).
+ * M: K where known when compiled (pyopnb_products_n_avx2), else 0. */
+template <bool AVX2, int M>
+static inline __attribute__((always_inline)) void pyopnb_block_products_m(
         const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step,
         const pyopnb_running* out) {
-    const int K = T->K;
+    const int K = M ? M : T->K;
     for (ptrdiff_t j = 0; j < m; ++j) {
         double* pr[2] = {out[0].pr + j * K, nset == 2 ? out[1].pr + j * K : NULL};
         double* ac[2] = {out[0].acc + j * K, nset == 2 ? out[1].acc + j * K : NULL};
         if (nset == 2)
-            pyopnb_products_on<AVX2, 2, true, int>(T, i0 + j, base_step, 0, pr, ac);
+            pyopnb_products_on<AVX2, 2, true, int, M>(T, i0 + j, base_step, 0, pr, ac);
         else
-            pyopnb_products_on<AVX2, 1, true, int>(T, i0 + j, base_step, 0, pr, ac);
+            pyopnb_products_on<AVX2, 1, true, int, M>(T, i0 + j, base_step, 0, pr, ac);
     }
+}
+template <bool AVX2>
+static inline __attribute__((always_inline)) void pyopnb_block_products_on(
+        const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step,
+        const pyopnb_running* out) {
+#define PYOPNB_BLOCK_M(M) pyopnb_block_products_m<AVX2, M>(T, i0, m, nset, base_step, out)
+    PYOPNB_ON_CLASSES(AVX2 ? T->K : 0, PYOPNB_BLOCK_M);
+#undef PYOPNB_BLOCK_M
 }
 #define PYOPNB_BLOCK_PARAMS (const pyopnb_tables_at_cells* T, ptrdiff_t i0, ptrdiff_t m, int nset, int base_step, \
                              const pyopnb_running* out)
@@ -243,11 +282,11 @@ static inline void pyopnb_block_products(int level, const pyopnb_tables_at_cells
 
 /* Columns' sums at the points' sorted rows (T): points i0..i1-1 continued
  * (or started empty, fresh) into out [n, K], two points at a time (their
- * chains overlap) */
-template <bool AVX2>
-static inline __attribute__((always_inline)) void pyopnb_rows_products_on(
+ * chains overlap). M: K where known when compiled, else 0. */
+template <bool AVX2, int M>
+static inline __attribute__((always_inline)) void pyopnb_rows_products_m(
         const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, ptrdiff_t i1) {
-    const int K = T->K;
+    const int K = M ? M : T->K;
     for (ptrdiff_t i = i0; i < i1; i += 2) {
         if (i + PYOPNB_AHEAD + 1 < i1) {
             for (int r = 0; r < T->nrow; ++r) {
@@ -258,13 +297,20 @@ static inline __attribute__((always_inline)) void pyopnb_rows_products_on(
         double* p[2] = {out.pr + i * K, out.pr + (i + 1) * K};
         double* a[2] = {out.acc + i * K, out.acc + (i + 1) * K};
         if (i + 1 < i1) {
-            if (fresh) pyopnb_products_on<AVX2, 2, true, ptrdiff_t>(T, i, 0, 1, p, a);
-            else pyopnb_products_on<AVX2, 2, false, ptrdiff_t>(T, i, 0, 1, p, a);
+            if (fresh) pyopnb_products_on<AVX2, 2, true, ptrdiff_t, M>(T, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 2, false, ptrdiff_t, M>(T, i, 0, 1, p, a);
         } else {
-            if (fresh) pyopnb_products_on<AVX2, 1, true, ptrdiff_t>(T, i, 0, 1, p, a);
-            else pyopnb_products_on<AVX2, 1, false, ptrdiff_t>(T, i, 0, 1, p, a);
+            if (fresh) pyopnb_products_on<AVX2, 1, true, ptrdiff_t, M>(T, i, 0, 1, p, a);
+            else pyopnb_products_on<AVX2, 1, false, ptrdiff_t, M>(T, i, 0, 1, p, a);
         }
     }
+}
+template <bool AVX2>
+static inline __attribute__((always_inline)) void pyopnb_rows_products_on(
+        const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, ptrdiff_t i1) {
+#define PYOPNB_ROWS_M(M) pyopnb_rows_products_m<AVX2, M>(T, out, fresh, i0, i1)
+    PYOPNB_ON_CLASSES(AVX2 ? T->K : 0, PYOPNB_ROWS_M);
+#undef PYOPNB_ROWS_M
 }
 #define PYOPNB_ROWS_PARAMS (const pyopnb_tables_at_rows* T, pyopnb_running out, int fresh, ptrdiff_t i0, \
                             ptrdiff_t i1)
@@ -393,11 +439,39 @@ __attribute__((target("avx2"))) static inline pyopnb_class_group pyopnb_group_of
     return g;
 }
 
+/* Lanes l < m of w into W[l], and of cd added to bsum one by one in lane
+ * order. M > 0: m is M, known when compiled, and the lanes are taken out
+ * of the registers; through memory (M = 0) each lane costs a store and a
+ * load, and the point's loop was bound by those instructions. */
+template <int M>
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) double pyopnb_put_lanes(
+        __m256d w, __m256d cd, int m, double* W, double bsum) {
+    if (M == 0) {
+        double wv[4], cv[4];
+        _mm256_storeu_pd(wv, w);
+        _mm256_storeu_pd(cv, cd);
+        for (int l = 0; l < m; ++l) {
+            W[l] = wv[l];
+            bsum = bsum + cv[l];
+        }
+        return bsum;
+    }
+    pyopnb_store_lanes<M>(w, W);
+    const __m128d clo = _mm256_castpd256_pd128(cd), chi = _mm256_extractf128_pd(cd, 1);
+    bsum = bsum + _mm_cvtsd_f64(clo);
+    if (M >= 2) bsum = bsum + _mm_cvtsd_f64(_mm_unpackhi_pd(clo, clo));
+    if (M >= 3) bsum = bsum + _mm_cvtsd_f64(chi);
+    if (M >= 4) bsum = bsum + _mm_cvtsd_f64(_mm_unpackhi_pd(chi, chi));
+    return bsum;
+}
+
 /* pyopnb_grad_point for one group of classes (AVX2), added to bsum: each
  * lane does the SSE2 code's operations in its order, and the classes'
  * terms go into the sum one by one in class order, so the bits are the
  * same; a row of three classes takes one pass where SSE2 takes a pair and
- * a scalar class. Lanes past K are masked: no load, no store. */
+ * a scalar class. Lanes past K are masked: no load, no store. M: the
+ * group's class count where known when compiled, else 0 (g->m). */
+template <int M>
 __attribute__((target("avx2"))) static inline __attribute__((always_inline)) double pyopnb_grad_group_avx2(
         const pyopnb_grad_points* P, ptrdiff_t i, const pyopnb_class_group* g, const double* S, const double* D,
         double* W, int fresh, double bsum) {
@@ -415,14 +489,7 @@ __attribute__((target("avx2"))) static inline __attribute__((always_inline)) dou
     const __m256d w = _mm256_add_pd(fresh ? zero : _mm256_maskload_pd(W + k, g->mask), c);
     __m256d cd = _mm256_mul_pd(c, _mm256_maskload_pd(D + k, g->mask));
     if (!P->shared) cd = _mm256_div_pd(cd, g->hk);
-    double wv[4], cv[4];
-    _mm256_storeu_pd(wv, w);
-    _mm256_storeu_pd(cv, cd);
-    for (int l = 0; l < g->m; ++l) {
-        W[k + l] = wv[l];
-        bsum = bsum + cv[l];
-    }
-    return bsum;
+    return pyopnb_put_lanes<M>(w, cd, g->m, W + k, bsum);
 }
 
 __attribute__((target("avx2"))) static inline double pyopnb_grad_point_avx2(
@@ -430,26 +497,38 @@ __attribute__((target("avx2"))) static inline double pyopnb_grad_point_avx2(
     double bsum = 0.0;
     for (int k = 0; k < P->K; k += 4) {
         const pyopnb_class_group g = pyopnb_group_of(P, k);
-        bsum = pyopnb_grad_group_avx2(P, i, &g, S, D, W, fresh, bsum);
+        bsum = pyopnb_grad_group_avx2<0>(P, i, &g, S, D, W, fresh, bsum);
     }
     return bsum;
 }
 #endif
 
 #if PYOPNB_DISPATCH
-/* The points' sums with a row of at most four classes (AVX2): one group of
- * classes, made once for all the points */
-template <class I, bool W_OWN>
-__attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2(
+/* The points' sums with a row of K <= 4 classes (AVX2): one group of
+ * classes, made once for all the points (M: K where known when compiled,
+ * else 0) */
+template <class I, bool W_OWN, int M>
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) void pyopnb_grad_points_group_m(
         const pyopnb_grad_tables* T, const I* at, const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1,
         double* dz) {
-    const int K = P->K;
+    const int K = M ? M : P->K;
     const pyopnb_class_group g = pyopnb_group_of(P, 0);
     for (ptrdiff_t i = i0; i < i1; ++i) {
         if (W_OWN) pyopnb_grad_prefetch(T, at, K, i + PYOPNB_AHEAD, i1);
         const ptrdiff_t e = (ptrdiff_t)at[i] * K;
-        dz[i] = pyopnb_grad_group_avx2(P, i, &g, T->S + e, T->D + e, W_OWN ? T->W + i * K : T->W + e, W_OWN, 0.0);
+        dz[i] = pyopnb_grad_group_avx2<M>(P, i, &g, T->S + e, T->D + e, W_OWN ? T->W + i * K : T->W + e, W_OWN,
+                                          0.0);
     }
+}
+
+/* pyopnb_grad_points_group_m with the class count known when compiled */
+template <class I, bool W_OWN>
+__attribute__((target("avx2"))) static inline void pyopnb_grad_points_group_avx2(
+        const pyopnb_grad_tables* T, const I* at, const pyopnb_grad_points* P, ptrdiff_t i0, ptrdiff_t i1,
+        double* dz) {
+#define PYOPNB_GROUP_M(M) pyopnb_grad_points_group_m<I, W_OWN, M>(T, at, P, i0, i1, dz)
+    PYOPNB_ON_CLASSES(P->K, PYOPNB_GROUP_M);
+#undef PYOPNB_GROUP_M
 }
 #endif
 
