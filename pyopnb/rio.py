@@ -256,32 +256,34 @@ def refuse_existing(path: Union[str, os.PathLike], how: str = "pass overwrite=Tr
         raise _exists_error(path, how)
 
 
-def _move_new(tmp: str, target: Path) -> None:
+def _move_new(tmp: str, target: Path, how: str) -> None:
     """Move ``tmp`` to ``target``, which must not exist, in one step where the
     filesystem allows (a hard link fails on an existing name, where a check
     then a rename could race another writer)."""
     try:
         os.link(tmp, target)
     except FileExistsError:
-        raise _exists_error(target, "pass overwrite=True") from None
+        raise _exists_error(target, how) from None
     except OSError:
         # a filesystem without hard links: check, then rename
-        refuse_existing(target)
+        refuse_existing(target, how)
         os.replace(tmp, target)
 
 
 @contextmanager
-def atomic_path(path: Union[str, os.PathLike], *, overwrite: bool = False) -> Iterator[Path]:
+def atomic_path(path: Union[str, os.PathLike], *, overwrite: bool = False,
+                how: str = "pass overwrite=True") -> Iterator[Path]:
     """A temporary path beside ``path``, moved onto it only if the block succeeds:
     a failed write leaves no partial file (and an existing file untouched).
 
     An existing ``path`` is refused before the block runs, and again when the
-    file is moved into place, unless ``overwrite``."""
+    file is moved into place, unless ``overwrite``; ``how`` tells the caller's
+    way of asking for that (:func:`refuse_existing`)."""
     target = Path(path)
     if target.parent and not target.parent.exists():
         raise ValueError(f"{target}: the folder {target.parent} does not exist")
     if not overwrite:
-        refuse_existing(target)
+        refuse_existing(target, how)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     os.close(fd)
     try:
@@ -292,7 +294,7 @@ def atomic_path(path: Union[str, os.PathLike], *, overwrite: bool = False) -> It
         if overwrite:
             os.replace(tmp, target)
         else:
-            _move_new(tmp, target)
+            _move_new(tmp, target, how)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

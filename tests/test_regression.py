@@ -6,6 +6,7 @@ Recordings here are made with ``parity=False`` (pyopnb's own bits only, no
 R), which is what the regression check reads; parity with R is tested in
 validation/test_workflow.py."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -312,3 +313,45 @@ def test_the_checksum_covers_both_sides():
             d = d[k]
         d[path[-1]] = 1e9
         assert json.loads(recording.dumps(other))["checksum"] != base
+
+
+def _write_then_fail(monkeypatch):
+    """Path.write_text writing half of its text, then failing (a full disk, a kill)."""
+    original = Path.write_text
+
+    def half(self, text, *args, **kwargs):
+        original(self, text[:len(text) // 2], *args, **kwargs)
+        raise OSError("no space left on device")
+    monkeypatch.setattr(Path, "write_text", half)
+
+
+@pytest.mark.parametrize("update", [False, True])
+def test_an_interrupted_recording_leaves_no_partial_file(recorded, tmp_path, monkeypatch, update):
+    rec = json.loads(recorded["wine", "binned"].read_text())
+    path = tmp_path / "rec.json"
+    if update:
+        recording.write_new(path, rec)
+        before = path.read_bytes()
+    _write_then_fail(monkeypatch)
+    with pytest.raises(OSError, match="no space left"):
+        (recording.replace if update else recording.write_new)(path, rec)
+    # the old recording whole, or none; and no file beside it
+    assert [p.name for p in tmp_path.iterdir()] == (["rec.json"] if update else [])
+    if update:
+        assert path.read_bytes() == before
+
+
+def test_a_recording_made_meanwhile_is_kept(recorded, tmp_path, monkeypatch):
+    rec = json.loads(recorded["wine", "binned"].read_text())
+    path = tmp_path / "rec.json"
+    original = Path.write_text
+
+    def another_writer_first(self, text, *args, **kwargs):
+        original(path, "another writer's\n")
+        return original(self, text, *args, **kwargs)
+    monkeypatch.setattr(Path, "write_text", another_writer_first)
+    with pytest.raises(FileExistsError, match=r"record again on purpose \(update=True"):
+        recording.write_new(path, rec)
+    monkeypatch.undo()
+    assert path.read_text() == "another writer's\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["rec.json"]

@@ -592,3 +592,20 @@ def test_each_profile_takes_a_path_only_where_the_method_says():
         settings, path = tuning_plan("OPNB-journal", ndim, quick)
         assert path is None and len(settings) == 6
         assert tuning_plan("OPGD", {"ndim": [1, 2, 3]}, quick)[1] is None
+
+
+def test_cost_refuses_an_existing_out_before_any_work(tmp_path, capsys):
+    from pyopnb.study.cost import main
+
+    out = tmp_path / "cost.md"
+    out.write_text("kept\n")
+    # refused before the data folder is looked at (no such folder here)
+    with pytest.raises(SystemExit) as exc:
+        main(["--data", str(tmp_path / "none"), "--out", str(out)])
+    assert exc.value.code == 2
+    assert "cost.md: exists" in capsys.readouterr().err
+    assert out.read_text() == "kept\n"
+    # asked to replace it, the run goes on to the data
+    with pytest.raises(ValueError, match="no such folder"):
+        main(["--data", str(tmp_path / "none"), "--out", str(out), "--overwrite"])
+    assert out.read_text() == "kept\n"

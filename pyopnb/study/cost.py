@@ -13,7 +13,6 @@ up to the stratum, for the total over every set.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import warnings
@@ -22,6 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..rio import atomic_path, refuse_existing
 from .data import available, dataset_seed, load, preprocess
 from .methods import DEFAULT_METHODS
 from .protocol import grid, make_estimator, scaled, splits, tuning_plan
@@ -102,9 +102,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the quick profile's grids instead of the full one's")
     ap.add_argument("--methods", help=f"comma-separated methods (default: {','.join(DEFAULT_METHODS)})")
     ap.add_argument("--out", help="write the tables here (markdown) as well; an existing file is refused")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --out file (default: refuse it)")
     args = ap.parse_args(argv)
-    if args.out and os.path.lexists(args.out):
-        ap.error(f"--out {args.out}: exists; choose another path (no file is replaced)")
+    if args.out and not args.overwrite:
+        # before the timed fits, which take minutes
+        try:
+            refuse_existing(args.out, "pass --overwrite")
+        except FileExistsError as exc:
+            ap.error(f"--out {exc}")
     names = available(args.data)
     methods = args.methods.split(",") if args.methods else list(DEFAULT_METHODS)
     sizes = [effective_size(n, args.data) for n in names]
@@ -139,9 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             + "\n")
     print(text)
     if args.out:
-        from ..rio import atomic_path
-
-        with atomic_path(args.out) as tmp:
+        with atomic_path(args.out, overwrite=args.overwrite, how="pass --overwrite") as tmp:
             tmp.write_text(text)
     return 0
 

@@ -199,22 +199,32 @@ def dumps(rec: Dict[str, Any]) -> str:
     return _layout(out, 0) + "\n"
 
 
-def write_new(path: PathLike, rec: Dict[str, Any]) -> None:
-    """Write a recording to a file that must not exist yet (none is overwritten)."""
+# how a recording is replaced on purpose, for the refusal of an existing one
+_UPDATE = "record again on purpose (update=True, or validate --update)"
+
+
+def _write(path: PathLike, rec: Dict[str, Any], overwrite: bool) -> None:
+    """A recording written through a file beside ``path`` and moved onto it
+    whole: an interrupted write leaves no partial recording, and the old
+    one (if any) whole."""
+    from ..rio import atomic_path
+
     text = dumps(rec)
-    with open(path, "x", encoding="utf-8") as fh:
-        fh.write(text)
+    with atomic_path(path, overwrite=overwrite, how=_UPDATE) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
+
+
+def write_new(path: PathLike, rec: Dict[str, Any]) -> None:
+    """Write a recording to a file that must not exist yet (none is
+    overwritten: FileExistsError, also where another writer makes it
+    meanwhile)."""
+    _write(path, rec, False)
 
 
 def replace(path: PathLike, rec: Dict[str, Any]) -> None:
     """Write a recording in place of an existing one, asked for on purpose
-    (an update): through a file beside it, renamed over the old one, so
-    that an interrupted write leaves the old recording whole."""
-    from ..rio import atomic_path
-
-    text = dumps(rec)
-    with atomic_path(path, overwrite=True) as tmp:
-        Path(tmp).write_text(text, encoding="utf-8")
+    (an update)."""
+    _write(path, rec, True)
 
 
 # ---------------------------------------------------------------------------
