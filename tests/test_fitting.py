@@ -2,11 +2,14 @@
 warning only where it is not the formulation's normal end, advice that fits
 the call, the iteration limit as a parameter, and errors that name the
 problem in the data."""
+import warnings
+
 import numpy as np
 import pytest
 
 from helpers import convergence_warnings
 
+import pyopnb
 from pyopnb import OPNB, opnb_journal
 from pyopnb.fitting import fit as fit_formulation
 from pyopnb.formulation import CorrectFormulation
@@ -97,3 +100,44 @@ def test_missing_values_in_a_nullable_column_are_called_missing(pima):
         OPNB(df, pima.y_train, ndim=2)
     with pytest.raises(ValueError, match=r"X has non-numeric columns \['npreg'\]"):
         OPNB(df.astype({"npreg": str}), pima.y_train, ndim=2)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_direct_posteriors_are_predicts_up_to_rounding(weighted):
+    from sklearn.datasets import make_classification
+
+    from pyopnb.fitting import direct_posteriors
+    from pyopnb.model import predict, projection
+
+    X, y = make_classification(n_samples=1200, n_features=6, n_informative=4, n_classes=3, random_state=1)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, size=len(y)) if weighted else None
+    model = OPNB(X, y, ndim=3, nbin=None, weights=w)
+    rows = X[::97]
+    V = np.ascontiguousarray(model.V)
+    ours = direct_posteriors(model, projection(model.X, model.mu, V), projection(rows, model.mu, V))
+    theirs = predict(model, rows, log=True)["posterior"]
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-11)
+    assert np.abs(theirs - model.PI).max() > 0.1  # rows far from the priors: the comparison means something
+
+
+def test_a_fit_told_apart_by_a_few_rows_is_not_predicted_again(monkeypatch):
+    from sklearn.datasets import make_classification
+
+    from pyopnb import fitting
+
+    X, y = make_classification(n_samples=3000, n_features=10, n_informative=5, n_classes=5, random_state=0)
+    calls = []
+    original = fitting.predict
+
+    def counted(*args, **kwargs):
+        calls.append(args[1].shape[0])
+        return original(*args, **kwargs)
+    monkeypatch.setattr(fitting, "predict", counted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pyopnb.CollapseWarning)
+        OPNB(X, y, ndim=3)
+    assert calls == []
+    # collapsed (as test_estimator_round2's): the few rows do not tell it apart, and the 1000 rows are predicted
+    with pytest.warns(pyopnb.CollapseWarning):
+        OPNB(X, y, lam=1.0, ndim=3)
+    assert calls == [1000]
