@@ -447,6 +447,8 @@ def collapse_rows(n: int) -> np.ndarray:
 # rows of X_rows whose posteriors the collapse check first sums directly: the fit is told apart at the first that
 # shows it
 _PROBE_ROWS = 4
+# training rows a direct sum takes at a time
+_DIRECT_RUN = 65536
 
 
 def direct_posteriors(model: OPNBModel, Ztr: np.ndarray, Zte: np.ndarray) -> np.ndarray:
@@ -464,10 +466,13 @@ def direct_posteriors(model: OPNBModel, Ztr: np.ndarray, Zte: np.ndarray) -> np.
         for k in range(model.nc):
             Zk, wk, hk = Ztr[y0 == k], w[y0 == k, None], model.h[k]
             for r in range(Zte.shape[0]):
-                u = np.abs(Zte[r] - Zk) / hk  # [n_k, ndim]
-                # OPNB's kernel (1 + |u|) exp(-|u|) / 4; each column's sum over its class's weight and bandwidth
-                f = (wk * ((1.0 + u) * np.exp(-u))).sum(axis=0) / (4.0 * wk.sum() * hk)
-                logjoint[r, k] = math.log(model.PI[k]) + np.log(f).sum()
+                f = np.zeros(Zte.shape[1])
+                # by runs of rows: a run's temporaries, not the class's
+                for s in range(0, Zk.shape[0], _DIRECT_RUN):
+                    u = np.abs(Zte[r] - Zk[s:s + _DIRECT_RUN]) / hk
+                    # OPNB's kernel (1 + |u|) exp(-|u|) / 4
+                    f += (wk[s:s + _DIRECT_RUN] * ((1.0 + u) * np.exp(-u))).sum(axis=0)
+                logjoint[r, k] = np.log(model.PI[k]) + np.log(f / (4.0 * wk.sum() * hk)).sum()
         e = np.exp(logjoint - logjoint.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
