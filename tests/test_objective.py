@@ -578,6 +578,39 @@ def test_grid_subset_values_where_base_and_candidate_disagree_by_far():
             assert np.isnan(tables.subset_values([0], [3], PI)[0])
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_grid_subset_values_against_long_double_terms(weighted, threads):
+    """subset_values' terms, unweighted as one product of the points'
+    ratios a block (its fraction renormalised many times over 5000 points)
+    and weighted as each point's log, against the direct log-sum-exp of
+    the same tables in long double: within two units in the last place of
+    l (a wrong power of two, a lost renormalisation or a point's weight
+    left out would be off by far more)."""
+    from pyopnb._core import project as _project
+    from pyopnb._core import r_grid as _grid
+    from pyopnb.objective import check_problem
+
+    V, X, y, PI = problem(12, n=5000, d=5, ndim=4, K=3)
+    p = check_problem(X, y, PI, np.ones(3))
+    w = np.random.default_rng(13).uniform(0.5, 2.0, 5000) if weighted else None
+    tables = _grid.RGridTables(4, p.y0, 3, p.h, 60, 1e-8, _BETA, False, threads, w).update(
+        _project.project(p.X, V, threads))
+    got = tables.subset_values([0, 2], [1, 3], PI)
+    T = np.asarray(tables.logS_lin).reshape(4, 60, 3).astype(np.longdouble)
+    S = np.asarray(tables.S_lin).reshape(4, 60, 3).astype(np.longdouble)
+    cells = np.asarray(tables.cells)
+    base = np.log(S[0][cells[0]]) + np.log(S[2][cells[2]])
+    wl = np.ones(5000, dtype=np.longdouble) if w is None else w.astype(np.longdouble)
+    want = []
+    for j in (1, 3):
+        v = np.log(PI.astype(np.longdouble)) + base + T[j][cells[j]]
+        mx = v.max(axis=1, keepdims=True)
+        terms = v[np.arange(5000), p.y0] - (mx[:, 0] + np.log(np.exp(v - mx).sum(axis=1)))
+        want.append(float((wl * terms).sum() / wl.sum()))
+    np.testing.assert_allclose(got, want, rtol=4e-16)
+
+
 def test_r_column_statistics_are_long_double_sums_in_order():
     from pyopnb._core import colstats
 

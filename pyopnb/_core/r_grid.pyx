@@ -10,14 +10,15 @@ is grid.pyx's.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport exp, log, INFINITY
+from libc.float cimport DBL_MIN
+from libc.math cimport exp, frexp, log, INFINITY, M_LN2
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
 from pyopnb._core.passes cimport Column, Problem, _point_weight, _sample_weight_h
-from pyopnb._core.posteriors cimport Priors, _row_posterior, _row_posterior_products
+from pyopnb._core.posteriors cimport PYOPNB_PROD_HI, Priors, _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
-                                   pyopnb_log_products, pyopnb_running)
+                                   pyopnb_running)
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
                                 _column_pointers, _grid_sums)
 
@@ -211,17 +212,22 @@ cdef class RGridTables(GridTables):
         the columns base + [j].
 
         Each column's tables are built once, so R's greedy ordering costs a
-        pass over the points per step. A point's log-sum-exp over the classes
-        is split into the base's part and the candidate's: with
-        a_ik = exp(logprior_k + B_ik - m_i) (B the base columns' log densities,
-        from S_lin as value_and_posteriors takes them) and
-        E_tgk = exp(logf_tgk - M_tg) (the candidate's logS_lin, each grid row
-        scaled by its largest entry), log sum_k exp(...) = m_i + M_tg +
-        log sum_k a_ik E_tgk. The exponentials are then per point and per grid
-        cell, not per point and candidate: one log per candidate instead of K
-        exps. Where the sum would underflow (the base and the candidate put a
-        point in different classes by over 575 nats) the point takes the
-        direct log-sum-exp.
+        pass over the points per step. A point's term is split into the
+        base's part and the candidate's: with a_ik = PI_k f_ik / max_k' PI_k'
+        f_ik' (f_ik the base columns' products of S_lin, as
+        value_and_posteriors takes them) and E_tgk = exp(logf_tgk - M_tg) (the
+        candidate's logS_lin, each grid row scaled by its largest entry), the
+        term is log r_i, r_i = a_iy E_tgy / sum_k a_ik E_tgk, in (0, 1]. The
+        exponentials are per grid cell, not per point. Unweighted, a
+        block's sum of log r_i is the log of their product, kept as a
+        fraction and a power of two (frexp): one log a block and candidate
+        where there was one a point (the logs were most of the ordering's
+        time), and more accurate than a sum of rounded logs. Weighted, each
+        point takes its log. A point whose base products closed, or a
+        density 0, inf or NaN, or whose numerator a_iy E_tgy is below 1e-250
+        (the base and the candidate put it in other classes than its own by
+        over 575 nats) takes the direct log-sum-exp of its logs. Only the greedy order's choices
+        read these values, and they are l's up to rounding.
         """
         cdef const double[::1] logprior = self._check_built(PI)
         self._make_logs()
@@ -231,15 +237,19 @@ cdef class RGridTables(GridTables):
             if arr.size and (arr.min() < 0 or arr.max() >= self.ndim):
                 raise ValueError(f"column indices must be in 0..{self.ndim - 1}")
         cdef Py_ssize_t n = self.n, j, b, i0, m, g
-        cdef int K = self.wk.P.K, c, k, tid, yi, nthr = self.nthr
+        cdef int K = self.wk.P.K, c, k, tid, yi, ex, nthr = self.nthr
         cdef const Problem* P = &self.wk.P
         cdef int nb = bcols.size, nc = ccols.size
         cdef const double* row
         cdef const double* er
+        cdef const double* pr
+        cdef const double* acc
         cdef double* ar
-        cdef double s, mx
+        cdef double s, q, mx, x, r, frac, direct
+        cdef long long twos
+        cdef bint whole
         # items of B points (cache-sized), within the fixed blocks of rows: per of them a block
-        cdef Py_ssize_t B = _block_len(K), RB = self.B, per = (RB + B - 1) // B, nitem = self.nblk * per, t, r
+        cdef Py_ssize_t B = _block_len(K), RB = self.B, per = (RB + B - 1) // B, nitem = self.nblk * per, t, rb
         if nc == 0:
             return np.zeros((self.nblk, 0))
         bcols = np.r_[bcols, 0]  # never empty
@@ -252,66 +262,92 @@ cdef class RGridTables(GridTables):
         part = np.zeros((nitem, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
         accs = np.empty((nthr, 2 * B * K + 16))
-        aexp = np.empty((nthr, B * K))
-        amax = np.empty((nthr, B))
+        ratios = np.empty((nthr, B * K))
+        wholes = np.empty((nthr, B + 64), dtype=np.uint8)
         cdef double[:, ::1] pv = part
         cdef double[:, ::1] rv = rows
         cdef double[:, ::1] av = accs
-        cdef double[:, ::1] xv = aexp
-        cdef double[:, ::1] mv = amax
+        cdef double[:, ::1] xv = ratios
+        cdef unsigned char[:, ::1] wv = wholes
+        cdef const double* PI_ = &PI[0]
         cdef const int* y = self.wk.P.y
         cdef const double* Tl = _data_or_null(self.logS_lin)
         cdef const double* Sl = _data_or_null(self.S_lin)
         cdef const int* cell_of = &self.cells[0, 0]
         cdef Py_ssize_t TK = self.TK
+        cdef bint weighted = P.w != NULL
         cdef const Py_ssize_t[:, ::1] bp = _column_pointers(Sl, NULL, TK, cell_of, n, bv)
         with nogil:
             for b in prange(nitem, num_threads=nthr, schedule='dynamic'):
                 tid = _thread_id()
-                r = b // per
-                i0 = r * RB + (b % per) * B
-                m = min(B, min(n, (r + 1) * RB) - i0)
+                rb = b // per
+                i0 = rb * RB + (b % per) * B
+                m = min(B, min(n, (rb + 1) * RB) - i0)
                 if m <= 0:
                     continue
                 _block_products(self.wk.P.simd, bp, nb, K, i0, m, pyopnb_running(pr=&av[tid, 0], acc=&av[tid, B * K]),
                                 pyopnb_running(pr=NULL, acc=NULL))
-                pyopnb_log_products(m * K, &av[tid, 0], &av[tid, B * K])
+                # a point's a_k = PI_k f_k / max_k PI_k f_k, where its products stayed whole
                 for j in range(m):
+                    pr = &av[tid, j * K]
+                    acc = &av[tid, (B + j) * K]
                     ar = &xv[tid, j * K]
-                    mx = -INFINITY
+                    whole = True
+                    mx = 0.0
                     for k in range(K):
-                        ar[k] = logprior[k] + av[tid, j * K + k]
-                        if ar[k] > mx:
-                            mx = ar[k]
-                    for k in range(K):
-                        ar[k] = exp(ar[k] - mx)
-                    mv[tid, j] = mx
+                        q = PI_[k] * pr[k]
+                        # false for NaN; pr <= PYOPNB_PROD_HI keeps an inf out where acc is 0
+                        whole = whole & (acc[k] == 0.0) & (q >= DBL_MIN) & (pr[k] <= PYOPNB_PROD_HI)
+                        ar[k] = q
+                        if q > mx:
+                            mx = q
+                    wv[tid, j] = whole
+                    if whole:
+                        for k in range(K):
+                            ar[k] = ar[k] / mx
                 for c in range(nc):
                     t = ccv[c]
+                    # the block's product of r_i as frac 2^twos (frac kept normal), and its other points' terms
+                    frac = 1.0
+                    twos = 0
+                    direct = 0.0
                     for j in range(m):
                         g = cell_of[t * n + i0 + j]
                         yi = y[i0 + j]
-                        row = &Tl[t * TK + g * K]
                         er = &Ev[t, g * K]
-                        ar = &xv[tid, j * K]
-                        s = 0.0
-                        for k in range(K):
-                            s = s + ar[k] * er[k]
-                        if s >= 1e-250:  # false for NaN (a row of -inf)
-                            pv[b, c] += _point_weight(P, i0 + j) * (logprior[yi] + av[tid, j * K + yi] + row[yi]
-                                                                    - (mv[tid, j] + Mv[t, g] + log(s)))
-                        else:
+                        if wv[tid, j]:
+                            ar = &xv[tid, j * K]
+                            s = 0.0
                             for k in range(K):
-                                rv[tid, k] = av[tid, j * K + k] + row[k]
-                            pv[b, c] += _point_weight(P, i0 + j) * _row_posterior(&rv[tid, 0], &logprior[0], K, yi,
-                                                                                   NULL)
+                                s = s + ar[k] * er[k]
+                            x = ar[yi] * er[yi]
+                            r = x / s
+                            # a numerator below 1e-250 may have lost digits to underflow; s >= x, so r <= 1
+                            # but where s is NaN, and r >= x / K keeps the product normal
+                            if x >= 1e-250 and r <= 1.0:
+                                if weighted:
+                                    direct = direct + _point_weight(P, i0 + j) * log(r)
+                                else:
+                                    frac = frac * r
+                                    if frac < 1e-50:
+                                        frac = frexp(frac, &ex)
+                                        twos = twos + ex
+                                continue
+                        row = &Tl[t * TK + g * K]
+                        pr = &av[tid, j * K]
+                        acc = &av[tid, (B + j) * K]
+                        for k in range(K):
+                            rv[tid, k] = acc[k] + log(pr[k]) + row[k]
+                        direct = direct + _point_weight(P, i0 + j) * _row_posterior(&rv[tid, 0], &logprior[0], K,
+                                                                                    yi, NULL)
+                    pv[b, c] = direct + (log(frac) + <double> twos * M_LN2)
         # each block of rows' partial: its items' in order
         blocks = np.zeros((self.nblk, nc))
         cdef double[:, ::1] bk = blocks
-        for r in range(self.nblk):
+        for rb in range(self.nblk):
             for j in range(per):
                 for c in range(nc):
-                    bk[r, c] = bk[r, c] + pv[r * per + j, c]
+                    bk[rb, c] = bk[rb, c] + pv[rb * per + j, c]
         return blocks
 
     def gradient(self, const double[:, ::1] post):
