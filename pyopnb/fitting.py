@@ -26,6 +26,7 @@ from ._validation import (as_nbin, check_aligned, check_maxit, check_ndim, check
 from .exceptions import CollapseWarning, RDefectWarning
 from .formulation import CorrectFormulation, Formulation, JournalFormulation, RFormulation, Setup
 from .labels import factor_levels
+from .ksum import kernel
 from .model import OPNBModel, predict, projection
 from .weights import check_weights
 from .r_failures import R_UNDERFLOW, RFailure
@@ -460,19 +461,21 @@ def direct_posteriors(model: OPNBModel, Ztr: np.ndarray, Zte: np.ndarray) -> np.
     exp and log, in another order), so a bound on a posterior and not its
     bits. A row whose classes all have density 0 here gives NaN."""
     y0 = model.y0
-    w = np.ones(len(y0)) if model.w is None else np.asarray(model.w, dtype=np.float64)
+    w = None if model.w is None else np.asarray(model.w, dtype=np.float64)
     logjoint = np.empty((Zte.shape[0], model.nc))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         for k in range(model.nc):
-            Zk, wk, hk = Ztr[y0 == k], w[y0 == k, None], model.h[k]
+            in_k = y0 == k
+            Zk, hk = Ztr[in_k], model.h[k]
+            wk = None if w is None else w[in_k]
+            total = float(Zk.shape[0]) if wk is None else wk.sum()
             for r in range(Zte.shape[0]):
                 f = np.zeros(Zte.shape[1])
                 # by runs of rows: a run's temporaries, not the class's
                 for s in range(0, Zk.shape[0], _DIRECT_RUN):
-                    u = np.abs(Zte[r] - Zk[s:s + _DIRECT_RUN]) / hk
-                    # OPNB's kernel (1 + |u|) exp(-|u|) / 4
-                    f += (wk[s:s + _DIRECT_RUN] * ((1.0 + u) * np.exp(-u))).sum(axis=0)
-                logjoint[r, k] = np.log(model.PI[k]) + np.log(f / (4.0 * wk.sum() * hk)).sum()
+                    Kv = kernel((Zte[r] - Zk[s:s + _DIRECT_RUN]) / hk)
+                    f += Kv.sum(axis=0) if wk is None else wk[s:s + _DIRECT_RUN] @ Kv
+                logjoint[r, k] = np.log(model.PI[k]) + np.log(f / (total * hk)).sum()
         e = np.exp(logjoint - logjoint.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 

@@ -12,7 +12,7 @@ import numpy as np
 from . import _ksum, _threads
 from ._validation import as_float_vector, as_nbin, as_positive_scalar
 
-__all__ = ["fk_sum", "kernel_integral", "binned_weights", "DEFAULT_BETA"]
+__all__ = ["fk_sum", "kernel", "kernel_derivative", "kernel_integral", "binned_weights", "DEFAULT_BETA"]
 
 KsumType = Literal["ksum", "dksum", "both"]
 
@@ -60,6 +60,79 @@ def kernel_integral(beta: Sequence[float] = DEFAULT_BETA) -> float:
     b = _as_beta(beta)
     fact = np.cumprod(np.r_[1.0, np.arange(1, b.size)])
     return float(2.0 * np.sum(b * fact))
+
+
+def _polynomial_times_decay(u: Any, coef: np.ndarray) -> np.ndarray:
+    """sum_k coef_k |u|^k exp(-|u|) at each u (Horner's rule), in numpy."""
+    t = np.abs(np.asarray(u, dtype=np.float64))
+    out = np.full_like(t, coef[-1])
+    for c in coef[-2::-1]:
+        out *= t
+        out += c
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    out *= t
+    return out
+
+
+def kernel(u: Any, beta: Any = DEFAULT_BETA) -> np.ndarray:
+    """FKSUM's kernel ``K(u) = sum_k beta_k |u|^k exp(-|u|)`` at each u.
+
+    The kernel :func:`fk_sum` sums, evaluated directly in numpy: for
+    references, plots and checks. numpy's exp differs in its last bits
+    between SIMD levels, so these are the kernel's values to rounding, not
+    the bits of the compiled sums' terms.
+
+    Parameters
+    ----------
+    u : array-like
+        Points, in bandwidths (``(e - x) / h``).
+    beta : sequence of float, default (1/4, 1/4)
+        The kernel's coefficients, as in :func:`fk_sum`; the default is
+        OPNB's kernel ``(1 + |u|) exp(-|u|) / 4``.
+
+    Returns
+    -------
+    ndarray of u's shape
+
+    Examples
+    --------
+    >>> from pyopnb.ksum import kernel
+    >>> kernel([0.0, -1.0, 1.0]).round(6)
+    array([0.25    , 0.18394 , 0.18394 ])
+    """
+    return _polynomial_times_decay(u, _as_beta(beta))
+
+
+def kernel_derivative(u: Any, beta: Any = DEFAULT_BETA) -> np.ndarray:
+    """The derivative ``K'(u)`` of :func:`kernel` at each u.
+
+    ``K'(u) = sign(u) exp(-|u|) sum_k beta_k (k |u|^(k-1) - |u|^k)``, which
+    is ``-u exp(-|u|) / 4`` for OPNB's kernel; to rounding, as
+    :func:`kernel`. At u = 0, where K' has no value unless beta_1 = beta_0,
+    it is 0, the mean of its two sides.
+
+    Parameters
+    ----------
+    u : array-like
+        Points, in bandwidths.
+    beta : sequence of float, default (1/4, 1/4)
+        The kernel's coefficients, as in :func:`fk_sum`.
+
+    Returns
+    -------
+    ndarray of u's shape
+
+    Examples
+    --------
+    >>> from pyopnb.ksum import kernel_derivative
+    >>> kernel_derivative([-1.0, 0.0, 1.0]).round(6)
+    array([ 0.09197,  0.     , -0.09197])
+    """
+    b = _as_beta(beta)
+    # g'(t) for g(t) = sum_k beta_k t^k e^-t: coefficient k is (k + 1) beta_(k+1) - beta_k
+    coef = np.append(b[1:] * np.arange(1, b.size), 0.0) - b
+    return np.sign(np.asarray(u, dtype=np.float64)) * _polynomial_times_decay(u, coef)
 
 
 def binned_weights(x: np.ndarray, omega: np.ndarray, nbin: int):

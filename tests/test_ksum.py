@@ -173,6 +173,33 @@ def test_kernel_integral_and_density():
     assert np.trapezoid(dens, grid) == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.parametrize("beta", [(0.25, 0.25), (0.1, 0.3, 0.2), (0.5,), (0.0, 0.0, 1.0)])
+def test_kernel_and_its_derivative_are_fk_sums_of_one_point(beta):
+    """kernel and kernel_derivative at u are fk_sum's and its derivative's
+    sum over one sample point at 0, weight 1, bandwidth 1, evaluated at u,
+    against the naive, exactly rounded terms; the derivative against
+    central differences of the kernel too."""
+    from pyopnb.ksum import kernel, kernel_derivative
+
+    u = np.r_[np.linspace(-12.0, 12.0, 97), 0.0, -1e-9, 1e-9]
+    S, D, _, _ = naive_fk_sum([0.0], [1.0], 1.0, u, beta=beta)
+    # fk_sum's S(e) sums K((e - x) / h), its D K'((x - e) / h): -K'(u) here,
+    # but at u = 0, where K' has no value unless beta_1 = beta_0 (kernel_derivative
+    # gives 0, the mean of its two sides there)
+    np.testing.assert_allclose(kernel(u, beta), S, rtol=4e-15, atol=1e-300)
+    np.testing.assert_allclose(kernel_derivative(u, beta)[u != 0], -D[u != 0], rtol=4e-14, atol=1e-16)
+    assert kernel_derivative([0.0], beta)[0] == 0.0
+    both = fk_sum([0.0], [1.0], 1.0, u, beta=beta, type="both")
+    np.testing.assert_allclose(kernel(u, beta), both[:, 0], rtol=1e-13, atol=1e-300)
+    step = 1e-6
+    away = np.abs(u) > 1e-3  # K' jumps at 0 where beta_1 != beta_0
+    central = (kernel(u + step, beta) - kernel(u - step, beta)) / (2 * step)
+    np.testing.assert_allclose(kernel_derivative(u, beta)[away], central[away], rtol=1e-7, atol=1e-10)
+    assert kernel(np.zeros((2, 3)), beta).shape == (2, 3)
+    with pytest.raises(ValueError, match="beta"):
+        kernel(u, [np.nan])
+
+
 def test_types_and_shapes():
     x = [0.0, 1.0, 2.0]
     w = [1.0, 1.0, 1.0]

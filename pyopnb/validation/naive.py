@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from ..ksum import kernel, kernel_derivative
+
 
 def _monomials(xi, wi, h, e, beta):
     left = e >= xi  # ties count as left; decided on positions, not on a rounded u
@@ -52,12 +54,6 @@ def naive_fk_sum(x, omega, h, x_eval, beta=(0.25, 0.25)):
     return tuple(np.array(v) for v in (S, D, aS, aD))
 
 
-def _kernel_and_derivative(u):
-    """K(u) = (1 + |u|) e^-|u| / 4 and K'(u) = -u e^-|u| / 4 (the default kernel)."""
-    e = np.exp(-np.abs(u))
-    return (1.0 + np.abs(u)) * e / 4.0, -u * e / 4.0
-
-
 def naive_r_binned(Zt, y0, PI, h, nbin, eps=1e-8):
     """R's binned objective (f_NB_cpp's value) and df_NB_cpp's n dl/dZ
     [ndim, n] by direct sums over the grid, O(nbin^2) per column, from
@@ -96,7 +92,7 @@ def naive_r_binned(Zt, y0, PI, h, nbin, eps=1e-8):
         Ws = np.zeros((nbin, K))
         np.add.at(Ws, a, onehot * w[y0][:, None])
         diff = (G[:, None] - G[None, :])[:, :, None] / h  # [grid, grid, K]
-        Kg, Dg = _kernel_and_derivative(diff)
+        Kg, Dg = kernel(diff), kernel_derivative(diff)  # the default kernel
         f_lin = np.einsum("gbk,bk->gk", Kg, Wl)
         f_s = np.einsum("gbk,bk->gk", Kg, Ws)
         df_s = np.einsum("gbk,bk->gk", Dg, Ws) / h  # d f_k / dx at the grid points
