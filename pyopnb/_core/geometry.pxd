@@ -1,6 +1,10 @@
 # A projected column's grid: R's cells, the grid's ends and linear binning
 # (inlined wherever cimported; this file has no module of its own).
 
+cdef extern from "_core/geometry.h" nogil:
+    # u[i] = (z[i] - lo) / delta for i < n, on the vector path level
+    void pyopnb_grid_coords(int level, const double* z, double lo, double delta, Py_ssize_t n, double* u)
+
 
 cdef inline Py_ssize_t _grid_cell(double z, double lo, double delta, Py_ssize_t nbin) noexcept nogil:
     """R's bin of z: floor((z - lo) / delta), kept in 0..nbin-2."""

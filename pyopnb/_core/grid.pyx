@@ -24,7 +24,8 @@ cdef extern from *:
 from pyopnb._core.common cimport (MAX_BLOCKS, _MAX_ORDER, _block_partials, _data_or_null, _reduce_blocks,
                                   _region_threads, _row_block_len, _row_blocks, _thread_id)
 from pyopnb._ksum cimport Anchors, EvalRows, Kernel, RunningSums, _make_kernel, _sums_on_anchors
-from pyopnb._core.geometry cimport _bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max
+from pyopnb._core.geometry cimport (_bin_linear, _grid_cell_of, _grid_delta, _grid_motion, _min_max,
+                                    pyopnb_grid_coords)
 from pyopnb._core.passes cimport Column, Problem, ColumnScratch, _grid_at, _sample_weight, _set_grid, _terms_mean
 from pyopnb._core.linalg import c_log_array
 from pyopnb._core.evaluator cimport CoreEvaluator
@@ -234,8 +235,8 @@ cdef void _bin_points(const Problem* P, const double* z, GridAxis grid, Py_ssize
     (zeroed first): linear binning into pl, whole weights into ps (NULL:
     none), each class's weight 1/(n_k h_k); each point's cell into cells.
     The cell and the fraction come from one division, (z - lo) / delta
-    (_cell_frac's value), made for a chunk of points in a loop of its own:
-    the compiler puts several in a vector division, with the same bits."""
+    (_cell_frac's value), made for a chunk of points at once
+    (pyopnb_grid_coords: vector divisions, with the same bits)."""
     cdef double fr[_FRAC_CHUNK]
     cdef Py_ssize_t c0, c1, i, g, nbin = grid.nbin
     cdef int k, K = P.K
@@ -245,8 +246,7 @@ cdef void _bin_points(const Problem* P, const double* z, GridAxis grid, Py_ssize
         memset(ps, 0, nbin * K * sizeof(double))
     for c0 in range(i0, i1, _FRAC_CHUNK):
         c1 = min(i1, c0 + _FRAC_CHUNK)
-        for i in range(c0, c1):
-            fr[i - c0] = (z[i] - lo) / delta
+        pyopnb_grid_coords(P.simd, &z[c0], lo, delta, c1 - c0, fr)
         for i in range(c0, c1):
             frac = fr[i - c0]
             g = _grid_cell_of(frac, nbin)
