@@ -201,8 +201,8 @@ cdef class ColumnScratch:
         self.points = points
         self.G = nbin
         self.h = <double*> malloc(K * sizeof(double))
-        # each class's total weight, then 1 / (W_k h_k)
-        self.wcls = <double*> calloc(K, sizeof(double))
+        # each class's total weight, then 1 / (W_k h_k); after them, wcls_h
+        self.wcls = <double*> calloc(2 * K, sizeof(double))
         cdef double* wcls = self.wcls
         if self.h == NULL or wcls == NULL:
             raise MemoryError()
@@ -219,11 +219,13 @@ cdef class ColumnScratch:
             self.h[k] = h[k]
             self.P.shared = self.P.shared and h[k] == h[0]
             wcls[k] = 1.0 / (wcls[k] * h[k])
+            wcls[K + k] = wcls[k] / h[k]
         self.P.n = n
         self.P.K = K
         self.P.y = &y[0]
         self.P.h = self.h
         self.P.wcls = self.wcls
+        self.P.wcls_h = &self.wcls[K]
         self.P.w = NULL
         if w is not None:
             self.P.w = &wv[0]
