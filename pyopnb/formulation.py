@@ -540,7 +540,7 @@ class RFormulation(PenalisedFormulation):
         st = super().setup(Xa, codes, levels, ndim, names, nbin, threads, PI, w)
         problem, thr = st.problem, _threads.resolve(threads)
         # a column's projected spread is at most sum_j |V_jt| ptp(X_j): below the underflow, no projection is needed
-        spreads = np.ptp(problem.X, axis=0)
+        spreads = colstats.col_ranges(np.ascontiguousarray(problem.X, dtype=np.float64))
         reach = R_UNDERFLOW * float(np.min(problem.h))
 
         def r_failure(V: np.ndarray) -> Optional[RFailure]:

@@ -228,6 +228,19 @@ def test_any_varies_finds_a_single_different_entry():
     assert not colstats.any_varies(X)  # -0 == 0: no column varies
 
 
+def test_col_ranges_are_ptp():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1001, 7)) * 10.0 ** rng.integers(-200, 200, 7)
+    X[500, 2] = 1e300  # an extreme in the middle, and at either end
+    X[0, 3] = -1e300
+    X[-1, 4] = 7e299
+    np.testing.assert_array_equal(colstats.col_ranges(X), np.ptp(X, axis=0))
+    np.testing.assert_array_equal(colstats.col_ranges(X[:1]), np.zeros(7))
+    assert colstats.col_ranges(np.array([[1.0], [-np.inf]]))[0] == np.inf
+    with pytest.raises(ValueError, match="at least one row"):
+        colstats.col_ranges(np.empty((0, 3)))
+
+
 # ---------------------------------------------------------------------------
 # sums over the points by the fixed blocks of rows (pyopnb/_core/blocks.h)
 # ---------------------------------------------------------------------------
