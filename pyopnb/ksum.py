@@ -99,7 +99,7 @@ def kernel(u: Any, beta: Any = DEFAULT_BETA) -> np.ndarray:
     --------
     >>> from pyopnb.ksum import kernel
     >>> kernel([0.0, -1.0, 1.0]).round(6)
-    array([0.25    , 0.18394 , 0.18394 ])
+    array([0.25   , 0.18394, 0.18394])
     """
     return _polynomial_times_decay(u, _as_beta(beta))
 

@@ -200,6 +200,22 @@ def test_kernel_and_its_derivative_are_fk_sums_of_one_point(beta):
         kernel(u, [np.nan])
 
 
+def test_kernel_examples_run():
+    """pyopnb.ksum.kernel's and kernel_derivative's docstring examples (not
+    in the top-level API, whose examples test_docs runs)."""
+    import doctest
+
+    from pyopnb import ksum
+
+    runner = doctest.DocTestRunner()
+    for fn in (ksum.kernel, ksum.kernel_derivative):
+        tests = doctest.DocTestFinder().find(fn)
+        assert tests and tests[0].examples
+        for t in tests:
+            runner.run(t)
+    assert runner.failures == 0
+
+
 def test_types_and_shapes():
     x = [0.0, 1.0, 2.0]
     w = [1.0, 1.0, 1.0]

@@ -97,8 +97,8 @@ cdef class GridTables:
     cdef object _support_positions, _support_weights, _stamp, _cur
     # R's gradient's decays over each column's cells; each thread's decays of gaps of k cells
     cdef object _gap_rows
-    # subset_values' per-cell maxima and scaled exponentials of the log tables
-    cdef object _cell_max, _cell_exps
+    # subset_values' scaled exponentials of the log tables, at each column's cells
+    cdef object _cell_exps
     cdef object _vp_scratch, _all_cols, _scaled
     cdef Py_ssize_t cell_decay_len
     cdef Py_ssize_t* weightedp

@@ -155,14 +155,13 @@ cdef class RGridTables(GridTables):
     cdef void _scale_rows(self, Py_ssize_t t):
         """subset_values' scaled rows of column t at its cells, once per
         update (the greedy order asks for a column at every step until it
-        is chosen): M, each row's largest log (NaN where one is NaN, as
-        numpy's max), and E = exp(logS_lin - M). Only at the cells: over
-        whole grids these exps were most of a small fit's greedy ordering."""
+        is chosen): E = exp(logS_lin - M), M each row's largest log (NaN
+        where one is NaN, as numpy's max). Only at the cells: over whole
+        grids these exps were most of a small fit's greedy ordering."""
         cdef Py_ssize_t j, e, g
         cdef int k, K = self.wk.P.K
         cdef double mx, v
-        if self._cell_max is None:
-            self._cell_max = np.zeros((self.ndim, self.nbin))
+        if self._cell_exps is None:
             self._cell_exps = np.zeros((self.ndim, self.TK))
             self._scaled = np.zeros(self.ndim, dtype=np.uint8)
         cdef unsigned char[::1] done = self._scaled
@@ -171,7 +170,6 @@ cdef class RGridTables(GridTables):
         done[t] = 1
         cdef Support sp = self._column_support(t, 0, False)
         cdef double[:, ::1] L = self.logS_lin
-        cdef double[:, ::1] M = self._cell_max
         cdef double[:, ::1] E = self._cell_exps
         for j in range(sp.mc):
             g = sp.occupied[j]
@@ -184,7 +182,6 @@ cdef class RGridTables(GridTables):
                     break
                 if v > mx:
                     mx = v
-            M[t, g] = mx
             for k in range(K):
                 # the C library's exp: numpy's differs by SIMD level
                 E[t, e + k] = exp(L[t, e + k] - mx)
@@ -226,8 +223,9 @@ cdef class RGridTables(GridTables):
         point takes its log. A point whose base products closed, or a
         density 0, inf or NaN, or whose numerator a_iy E_tgy is below 1e-250
         (the base and the candidate put it in other classes than its own by
-        over 575 nats) takes the direct log-sum-exp of its logs. Only the greedy order's choices
-        read these values, and they are l's up to rounding.
+        over 575 nats) takes the direct log-sum-exp of its logs. Only the
+        greedy order's choices read these values, and they are l's up to
+        rounding.
         """
         cdef const double[::1] logprior = self._check_built(PI)
         self._make_logs()
@@ -257,13 +255,12 @@ cdef class RGridTables(GridTables):
         cdef const Py_ssize_t[::1] ccv = ccols
         for c in range(nc):
             self._scale_rows(ccv[c])
-        cdef const double[:, ::1] Mv = self._cell_max
         cdef const double[:, ::1] Ev = self._cell_exps
         part = np.zeros((nitem, nc))
         rows = np.empty((nthr, K + 16))  # padded: threads writing neighbouring rows share cache lines
         accs = np.empty((nthr, 2 * B * K + 16))
         ratios = np.empty((nthr, B * K))
-        wholes = np.empty((nthr, B + 64), dtype=np.uint8)
+        wholes = np.empty((nthr, B + 64), dtype=np.uint8)  # whether a point's products stayed whole; padded
         cdef double[:, ::1] pv = part
         cdef double[:, ::1] rv = rows
         cdef double[:, ::1] av = accs
