@@ -611,6 +611,27 @@ def test_grid_subset_values_against_long_double_terms(weighted, threads):
     np.testing.assert_allclose(got, want, rtol=4e-16)
 
 
+def test_grid_subset_values_have_one_threads_bits_on_two_call_after_call():
+    """The greedy order's values on 2 threads, asked again and again, are
+    the 1-thread values to the bit: each block's product of ratios is its
+    own thread's (a renormalisation's exponent the threads once shared
+    came out wrong about once in a hundred calls here)."""
+    from pyopnb._core import project as _project
+    from pyopnb._core import r_grid as _grid
+
+    rng = np.random.default_rng(5)
+    n, K = 300000, 10
+    y = rng.integers(0, K, n).astype(np.int32)
+    X = rng.normal(size=(n, 5)) + np.eye(K, 5)[y] * 0.2  # ratios near 1/K: many renormalisations
+    Zt = _project.project(X, rng.normal(size=(5, 4)), 1)
+    PI = np.bincount(y) / n
+    h = np.full(K, 0.3)
+    one = _grid.RGridTables(4, y, K, h, 300, 1e-8, _BETA, False, 1).update(Zt).subset_values([], [0, 1, 2, 3], PI)
+    two = _grid.RGridTables(4, y, K, h, 300, 1e-8, _BETA, False, 2).update(Zt)
+    for _ in range(60):
+        np.testing.assert_array_equal(two.subset_values([], [0, 1, 2, 3], PI), one)
+
+
 def test_r_column_statistics_are_long_double_sums_in_order():
     from pyopnb._core import colstats
 

@@ -11,7 +11,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.float cimport DBL_MIN
-from libc.math cimport exp, frexp, log, INFINITY, M_LN2
+from libc.math cimport exp, frexp, ldexp, log, INFINITY, M_LN2
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
@@ -23,6 +23,13 @@ from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _b
                                 _column_pointers, _grid_sums)
 
 cnp.import_array()
+
+
+cdef inline int _binary_exponent(double x) noexcept nogil:
+    """e of x = f 2^e, f in [0.5, 1) (frexp's), for a normal x."""
+    cdef int e
+    frexp(x, &e)
+    return e
 
 
 cdef class RGridTables(GridTables):
@@ -327,7 +334,10 @@ cdef class RGridTables(GridTables):
                                 else:
                                     frac = frac * r
                                     if frac < 1e-50:
-                                        frac = frexp(frac, &ex)
+                                        # assigned here, so each thread's own (a variable only
+                                        # passed by address to frexp was one the threads shared)
+                                        ex = _binary_exponent(frac)
+                                        frac = ldexp(frac, -ex)
                                         twos = twos + ex
                                 continue
                         row = &Tl[t * TK + g * K]
