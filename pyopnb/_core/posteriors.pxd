@@ -36,6 +36,23 @@ cdef struct Priors:
     int K
 
 
+cdef inline double _row_numerator_sum(const double* pr, const double* acc, const double* PI, int K) noexcept nogil:
+    """s = sum_k PI_k pr[k] in class order, where a row's numerators PI_k f_k,
+    from its class densities as pyopnb_products_n leaves them (f_k = pr[k]
+    exp(acc[k])), can be taken as PI_k pr[k]: every product stayed whole
+    (acc 0) and each PI_k f_k is a normal number. Else 0, which no such s is
+    (each term is at least DBL_MIN); s may be inf."""
+    cdef int k
+    cdef bint whole = True
+    cdef double q, s = 0.0
+    for k in range(K):
+        q = PI[k] * pr[k]
+        # false for NaN; pr <= PYOPNB_PROD_HI keeps an inf out where acc is 0
+        whole = whole & (acc[k] == 0.0) & (q >= DBL_MIN) & (pr[k] <= PYOPNB_PROD_HI)
+        s = s + q
+    return s if whole else 0.0
+
+
 cdef inline double _row_posterior_products(const double* pr, const double* acc, const Priors* pri, int y,
                                            double* post, bint term, double* lf) noexcept nogil:
     """One row from its class densities as pyopnb_products_n leaves them
@@ -53,14 +70,8 @@ cdef inline double _row_posterior_products(const double* pr, const double* acc, 
     """
     cdef int k, K = pri.K
     cdef const double* PI = pri.PI
-    cdef double s = 0.0, q, r
-    cdef bint whole = True
-    for k in range(K):
-        q = PI[k] * pr[k]
-        # false for NaN; pr <= PYOPNB_PROD_HI keeps an inf out where acc is 0
-        whole = whole & (acc[k] == 0.0) & (q >= DBL_MIN) & (pr[k] <= PYOPNB_PROD_HI)
-        s = s + q
-    if whole and s <= DBL_MAX:
+    cdef double s = _row_numerator_sum(pr, acc, PI, K), r
+    if s != 0.0 and s <= DBL_MAX:
         if post != NULL:
             for k in range(K):
                 post[k] = PI[k] * pr[k] / s

@@ -10,19 +10,28 @@ is grid.pyx's.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.float cimport DBL_MIN
 from libc.math cimport exp, frexp, ldexp, log, INFINITY, M_LN2
 from libc.string cimport memset
 
 from pyopnb._core.common cimport _data_or_null, _reduce_blocks, _thread_id
 from pyopnb._core.passes cimport Column, Problem, _point_weight, _sample_weight_h
-from pyopnb._core.posteriors cimport PYOPNB_PROD_HI, Priors, _row_posterior, _row_posterior_products
+from pyopnb._core.posteriors cimport Priors, _row_numerator_sum, _row_posterior, _row_posterior_products
 from pyopnb._core.products cimport (pyopnb_grad_points, pyopnb_grad_points_at_cells, pyopnb_grad_tables,
                                    pyopnb_running)
 from pyopnb._core.grid cimport (GridSum, GridTables, Support, _GridEvaluator, _block_len, _block_products,
                                 _column_pointers, _grid_sums)
 
 cnp.import_array()
+
+
+cdef extern from *:
+    """
+    /* the greedy order's numerators a_iy E_tgy below it may have lost digits to underflow (the
+       point's own class is over 575 nats behind the others): such a point takes the direct
+       log-sum-exp */
+    #define PYOPNB_NUMERATOR_FLOOR 1e-250
+    """
+    const double PYOPNB_NUMERATOR_FLOOR
 
 
 cdef inline int _binary_exponent(double x) noexcept nogil:
@@ -228,9 +237,9 @@ cdef class RGridTables(GridTables):
         where there was one a point (the logs were most of the ordering's
         time), and more accurate than a sum of rounded logs. Weighted, each
         point takes its log. A point whose base products closed, or a
-        density 0, inf or NaN, or whose numerator a_iy E_tgy is below 1e-250
-        (the base and the candidate put it in other classes than its own by
-        over 575 nats) takes the direct log-sum-exp of its logs. Only the
+        density 0, inf or NaN, or whose numerator a_iy E_tgy is below
+        PYOPNB_NUMERATOR_FLOOR (the base and the candidate put it in other classes
+        than its own by over 575 nats) takes the direct log-sum-exp of its logs. Only the
         greedy order's choices read these values, and they are l's up to
         rounding.
         """
@@ -296,12 +305,10 @@ cdef class RGridTables(GridTables):
                     pr = &av[tid, j * K]
                     acc = &av[tid, (B + j) * K]
                     ar = &xv[tid, j * K]
-                    whole = True
+                    whole = _row_numerator_sum(pr, acc, PI_, K) != 0.0
                     mx = 0.0
                     for k in range(K):
                         q = PI_[k] * pr[k]
-                        # false for NaN; pr <= PYOPNB_PROD_HI keeps an inf out where acc is 0
-                        whole = whole & (acc[k] == 0.0) & (q >= DBL_MIN) & (pr[k] <= PYOPNB_PROD_HI)
                         ar[k] = q
                         if q > mx:
                             mx = q
@@ -326,9 +333,8 @@ cdef class RGridTables(GridTables):
                                 s = s + ar[k] * er[k]
                             x = ar[yi] * er[yi]
                             r = x / s
-                            # a numerator below 1e-250 may have lost digits to underflow; s >= x, so r <= 1
-                            # but where s is NaN, and r >= x / K keeps the product normal
-                            if x >= 1e-250 and r <= 1.0:
+                            # s >= x, so r <= 1 but where s is NaN, and r >= x / K keeps the product normal
+                            if x >= PYOPNB_NUMERATOR_FLOOR and r <= 1.0:
                                 if weighted:
                                     direct = direct + _point_weight(P, i0 + j) * log(r)
                                 else:
