@@ -23,18 +23,10 @@ __all__ = ["r_colmeans", "r_var", "r_sd", "r_cov", "col_sums_from", "cov_sums_fr
 DEF _SUM_ROWS = 256
 
 
-cdef inline long double _dev_from(double x, long double c, bint square) noexcept nogil:
-    """_dev with the centre held by the caller."""
+cdef inline long double _dev(double x, long double c, bint square) noexcept nogil:
+    """x - c in long double, squared if square (c 0: x itself, the compiler
+    dropping the subtraction)."""
     cdef long double v = <long double> x - c
-    if square:
-        v = v * v
-    return v
-
-
-cdef inline long double _dev(double x, const long double* centre, Py_ssize_t j, bint square) noexcept nogil:
-    cdef long double v = <long double> x
-    if centre != NULL:
-        v = v - centre[j]
     if square:
         v = v * v
     return v
@@ -73,21 +65,22 @@ cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint squa
                     c0 = centre[j]
                     c1 = centre[j + 1]
                     for i in range(i0, i1):
-                        t0 = t0 + _dev_from(X[i, j], c0, square)
-                        t1 = t1 + _dev_from(X[i, j + 1], c1, square)
+                        t0 = t0 + _dev(X[i, j], c0, square)
+                        t1 = t1 + _dev(X[i, j + 1], c1, square)
                     s[j] = t0
                     s[j + 1] = t1
                     j = j + 2
+            # uncentred only: the pairs leave a centred pass at most one column
             while j + 4 <= j1:
                 t0 = s[j]
                 t1 = s[j + 1]
                 t2 = s[j + 2]
                 t3 = s[j + 3]
                 for i in range(i0, i1):
-                    t0 = t0 + _dev(X[i, j], centre, j, square)
-                    t1 = t1 + _dev(X[i, j + 1], centre, j + 1, square)
-                    t2 = t2 + _dev(X[i, j + 2], centre, j + 2, square)
-                    t3 = t3 + _dev(X[i, j + 3], centre, j + 3, square)
+                    t0 = t0 + _dev(X[i, j], 0.0, square)
+                    t1 = t1 + _dev(X[i, j + 1], 0.0, square)
+                    t2 = t2 + _dev(X[i, j + 2], 0.0, square)
+                    t3 = t3 + _dev(X[i, j + 3], 0.0, square)
                 s[j] = t0
                 s[j + 1] = t1
                 s[j + 2] = t2
@@ -95,8 +88,9 @@ cdef void _col_sums(const double[:, ::1] X, const long double* centre, bint squa
                 j = j + 4
             while j < j1:
                 t0 = s[j]
+                c0 = centre[j] if centre != NULL else 0.0
                 for i in range(i0, i1):
-                    t0 = t0 + _dev(X[i, j], centre, j, square)
+                    t0 = t0 + _dev(X[i, j], c0, square)
                 s[j] = t0
                 j = j + 1
 
