@@ -24,8 +24,8 @@ DEF _SUM_ROWS = 256
 
 
 cdef inline long double _dev(double x, long double c, bint square) noexcept nogil:
-    """x - c in long double, squared if square (c 0: x itself, the compiler
-    dropping the subtraction)."""
+    """x - c in long double, squared if square (c 0 for an uncentred sum:
+    x - 0 is x, exactly)."""
     cdef long double v = <long double> x - c
     if square:
         v = v * v

@@ -237,11 +237,11 @@ cdef class RGridTables(GridTables):
         where there was one a point (the logs were most of the ordering's
         time), and more accurate than a sum of rounded logs. Weighted, each
         point takes its log. A point whose base products closed, or a
-        density 0, inf or NaN, or whose numerator a_iy E_tgy is below
-        PYOPNB_NUMERATOR_FLOOR (the base and the candidate put it in other classes
-        than its own by over 575 nats) takes the direct log-sum-exp of its logs. Only the
-        greedy order's choices read these values, and they are l's up to
-        rounding.
+        density 0, inf or NaN, or whose numerator a_iy E_tgy is below 1e-250
+        (PYOPNB_NUMERATOR_FLOOR: the base and the candidate put it in other
+        classes than its own by over 575 nats) takes the direct log-sum-exp
+        of its logs. Only the greedy order's choices read these values, and
+        they are l's up to rounding.
         """
         cdef const double[::1] logprior = self._check_built(PI)
         self._make_logs()
