@@ -36,17 +36,24 @@ cdef struct Priors:
     int K
 
 
-cdef inline double _row_numerator_sum(const double* pr, const double* acc, const double* PI, int K) noexcept nogil:
+cdef inline double _row_numerator_sum(const double* pr, const double* acc, const double* PI, int K,
+                                      double* numer) noexcept nogil:
     """s = sum_k PI_k pr[k] in class order, where a row's numerators PI_k f_k,
     from its class densities as pyopnb_products_n leaves them (f_k = pr[k]
     exp(acc[k])), can be taken as PI_k pr[k]: every product stayed whole
     (acc 0) and each PI_k f_k is a normal number. Else 0, which no such s is
-    (each term is at least DBL_MIN); s may be inf."""
+    (each term is at least DBL_MIN); s may be inf.
+
+    Unless numer is NULL, PI_k pr[k] goes into numer [K] whatever s, for a
+    caller that needs them too; the posteriors pass NULL, where forming them
+    again beats a round trip through memory."""
     cdef int k
     cdef bint whole = True
     cdef double q, s = 0.0
     for k in range(K):
         q = PI[k] * pr[k]
+        if numer != NULL:
+            numer[k] = q
         # false for NaN; pr <= PYOPNB_PROD_HI keeps an inf out where acc is 0
         whole = whole & (acc[k] == 0.0) & (q >= DBL_MIN) & (pr[k] <= PYOPNB_PROD_HI)
         s = s + q
@@ -70,7 +77,7 @@ cdef inline double _row_posterior_products(const double* pr, const double* acc, 
     """
     cdef int k, K = pri.K
     cdef const double* PI = pri.PI
-    cdef double s = _row_numerator_sum(pr, acc, PI, K), r
+    cdef double s = _row_numerator_sum(pr, acc, PI, K, NULL), r
     if s != 0.0 and s <= DBL_MAX:
         if post != NULL:
             for k in range(K):

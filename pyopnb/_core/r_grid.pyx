@@ -259,7 +259,7 @@ cdef class RGridTables(GridTables):
         cdef const double* pr
         cdef const double* acc
         cdef double* ar
-        cdef double s, q, mx, x, r, frac, direct
+        cdef double s, mx, x, r, frac, direct
         cdef long long twos
         cdef bint whole
         # items of B points (cache-sized), within the fixed blocks of rows: per of them a block
@@ -305,13 +305,11 @@ cdef class RGridTables(GridTables):
                     pr = &av[tid, j * K]
                     acc = &av[tid, (B + j) * K]
                     ar = &xv[tid, j * K]
-                    whole = _row_numerator_sum(pr, acc, PI_, K) != 0.0
+                    whole = _row_numerator_sum(pr, acc, PI_, K, ar) != 0.0
                     mx = 0.0
                     for k in range(K):
-                        q = PI_[k] * pr[k]
-                        ar[k] = q
-                        if q > mx:
-                            mx = q
+                        if ar[k] > mx:
+                            mx = ar[k]
                     wv[tid, j] = whole
                     if whole:
                         for k in range(K):
