@@ -306,12 +306,12 @@ cdef class RGridTables(GridTables):
                     acc = &av[tid, (B + j) * K]
                     ar = &xv[tid, j * K]
                     whole = _row_numerator_sum(pr, acc, PI_, K, ar) != 0.0
-                    mx = 0.0
-                    for k in range(K):
-                        if ar[k] > mx:
-                            mx = ar[k]
                     wv[tid, j] = whole
                     if whole:
+                        mx = 0.0
+                        for k in range(K):
+                            if ar[k] > mx:
+                                mx = ar[k]
                         for k in range(K):
                             ar[k] = ar[k] / mx
                 for c in range(nc):
